@@ -1,0 +1,37 @@
+# gridwire: every target loops over the modules of go.work.
+MODULES := events pkg services/ingest services/incarnator services/executor services/stager services/watcher cmd/gridwire
+GO ?= go
+BIN := bin/gridwire
+DATA ?= .gridwire-data
+TESTFLAGS ?= -count=1 -timeout 20m
+
+.PHONY: all build test lint run bench e2e tidy clean
+
+all: lint build test
+
+build:
+	@for m in $(MODULES); do (cd $$m && $(GO) build ./...) || exit 1; done
+	$(GO) build -o $(BIN) ./cmd/gridwire
+
+test:
+	@for m in $(MODULES); do echo "== $$m"; (cd $$m && $(GO) test $(TESTFLAGS) ./...) || exit 1; done
+
+lint:
+	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@for m in $(MODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
+
+run: build
+	./$(BIN) serve --data $(DATA)
+
+bench: build
+	./$(BIN) bench --data $$(mktemp -d)
+	@for m in $(MODULES); do (cd $$m && $(GO) test -run '^$$' -bench . -benchtime 2s ./...) || exit 1; done
+
+e2e: build
+	bash .ci/e2e
+
+tidy:
+	@for m in $(MODULES); do (cd $$m && $(GO) mod tidy) || exit 1; done
+
+clean:
+	rm -rf bin $(DATA)

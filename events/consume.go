@@ -1,0 +1,185 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ConsumerSpec describes a service's durable pull consumer on the JOBS stream.
+type ConsumerSpec struct {
+	Durable    string        // name shared by every process of the service (per cluster)
+	Filters    []string      // server-side subject filters
+	AckWait    time.Duration // default 30s; long work extends it with Delivery.InProgress
+	MaxDeliver int           // default 8; after that OnExhausted decides
+	Batch      int           // messages pulled at a time; default 64
+	Workers    int           // concurrent handlers in this process; default 4
+	// OnExhausted runs when the last allowed delivery of a message failed; it should
+	// record the failure in the log (e.g. a failed event). The message is then terminated.
+	OnExhausted func(ctx context.Context, d Delivery, err error)
+	Logger      *slog.Logger
+}
+
+// Delivery is one consumed event.
+type Delivery struct {
+	Event     Event
+	Delivered uint64 // how many times this message has been delivered, 1 the first time
+	Last      bool   // no redelivery follows a failure of this one
+	msg       jetstream.Msg
+}
+
+// InProgress extends the ack deadline while slow work goes on.
+func (d Delivery) InProgress() error {
+	if d.msg == nil {
+		return nil
+	}
+	return d.msg.InProgress()
+}
+
+// Handler reacts to one event. Returning nil acks it; an error asks for a redelivery
+// after a back-off. A handler must be idempotent: a redelivery finds its work recorded.
+type Handler func(ctx context.Context, d Delivery) error
+
+// Consume runs handler over the durable consumer until ctx ends, then drains: it stops
+// pulling and waits for handlers in flight. It returns nil on a clean shutdown.
+func Consume(ctx context.Context, js jetstream.JetStream, spec ConsumerSpec, handler Handler) error {
+	spec = spec.withDefaults()
+	cons, err := ensureConsumer(ctx, js, spec)
+	if err != nil {
+		return err
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(spec.Batch), jetstream.PullExpiry(5*time.Second))
+	if err != nil {
+		return fmt.Errorf("consumer %s: %w", spec.Durable, err)
+	}
+	work := make(chan jetstream.Msg)
+	var wg sync.WaitGroup
+	// Handlers get their own context: a shutdown lets work in flight finish its append.
+	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer hcancel()
+	for i := 0; i < spec.Workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for m := range work {
+				handleOne(hctx, spec, handler, m)
+			}
+		}()
+	}
+	stop := context.AfterFunc(ctx, it.Drain)
+	defer stop()
+	var runErr error
+	for {
+		m, err := it.Next()
+		if err != nil {
+			if !errors.Is(err, jetstream.ErrMsgIteratorClosed) && ctx.Err() == nil {
+				runErr = fmt.Errorf("consumer %s: %w", spec.Durable, err)
+			}
+			break
+		}
+		work <- m
+	}
+	close(work)
+	wg.Wait()
+	it.Stop()
+	return runErr
+}
+
+func (s ConsumerSpec) withDefaults() ConsumerSpec {
+	if s.AckWait <= 0 {
+		s.AckWait = 30 * time.Second
+	}
+	if s.MaxDeliver <= 0 {
+		s.MaxDeliver = 8
+	}
+	if s.Batch <= 0 {
+		s.Batch = 64
+	}
+	if s.Workers <= 0 {
+		s.Workers = 4
+	}
+	if s.Logger == nil {
+		s.Logger = slog.New(slog.DiscardHandler)
+	}
+	return s
+}
+
+func ensureConsumer(ctx context.Context, js jetstream.JetStream, spec ConsumerSpec) (jetstream.Consumer, error) {
+	cfg := jetstream.ConsumerConfig{
+		Durable:        spec.Durable,
+		FilterSubjects: spec.Filters,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		AckWait:        spec.AckWait,
+		MaxDeliver:     spec.MaxDeliver,
+		MaxAckPending:  spec.Batch * spec.Workers * 4,
+	}
+	var lastErr error
+	for attempt := 0; attempt < 20; attempt++ {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		c, err := js.CreateOrUpdateConsumer(cctx, Stream, cfg)
+		cancel()
+		if err == nil {
+			return c, nil
+		}
+		lastErr = err
+		if ctx.Err() != nil || !retryable(err) {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return nil, fmt.Errorf("creating consumer %s: %w", spec.Durable, lastErr)
+}
+
+func handleOne(ctx context.Context, spec ConsumerSpec, handler Handler, m jetstream.Msg) {
+	meta, err := m.Metadata()
+	if err != nil {
+		spec.Logger.Error("message without metadata", "err", err)
+		_ = m.Term()
+		return
+	}
+	e, err := Decode(m.Data())
+	if err != nil {
+		spec.Logger.Error("undecodable event terminated", "seq", meta.Sequence.Stream, "err", err)
+		_ = m.TermWithReason("undecodable: " + err.Error())
+		return
+	}
+	e.Seq, e.Subject = meta.Sequence.Stream, m.Subject()
+	if _, _, route, err := ParseSubject(e.Subject); err == nil && route != NoRoute {
+		e.Route = route
+	}
+	d := Delivery{Event: e, Delivered: meta.NumDelivered, msg: m,
+		Last: meta.NumDelivered >= uint64(spec.MaxDeliver)}
+	herr := handler(ctx, d)
+	switch {
+	case herr == nil:
+		if err := m.Ack(); err != nil {
+			spec.Logger.Warn("ack failed; the event will be redelivered", "job", e.JobID, "seq", e.Seq, "err", err)
+		}
+	case d.Last:
+		spec.Logger.Error("deliveries exhausted", "job", e.JobID, "event", e.Name, "seq", e.Seq, "err", herr)
+		if spec.OnExhausted != nil {
+			spec.OnExhausted(ctx, d, herr)
+		}
+		_ = m.TermWithReason(herr.Error())
+	default:
+		delay := backoff(meta.NumDelivered)
+		spec.Logger.Warn("handler failed; redelivering", "job", e.JobID, "event", e.Name,
+			"attempt", meta.NumDelivered, "delay", delay, "err", herr)
+		_ = m.NakWithDelay(delay)
+	}
+}
+
+// backoff grows 100ms, 200ms, 400ms ... up to 10s.
+func backoff(delivered uint64) time.Duration {
+	d := 100 * time.Millisecond
+	for i := uint64(1); i < delivered && d < 10*time.Second; i++ {
+		d *= 2
+	}
+	return min(d, 10*time.Second)
+}

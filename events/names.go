@@ -1,0 +1,68 @@
+package events
+
+import "strings"
+
+// Name is an event's short name, the third token of its subject.
+type Name string
+
+// The events of a job's life. Each name's CloudEvents type is dev.gridwire.job.<name>.v1.
+const (
+	Submitted       Name = "submitted"        // ingest: a canonical job was accepted
+	Incarnated      Name = "incarnated"       // incarnator: cluster chosen, scripts rendered
+	StagingIn       Name = "staging_in"       // stager: stage-in began (the plan)
+	Transfer        Name = "transfer"         // stager: one attempt at one file
+	Queued          Name = "queued"           // stager: ready for the cluster's executors
+	Started         Name = "started"          // executor: START ran, native ID known
+	StatusChanged   Name = "status_changed"   // watcher: canonical and/or native state moved
+	StatusUnknown   Name = "status_unknown"   // watcher: the target could not be asked
+	StatusKnown     Name = "status_known"     // watcher: the target answers again
+	Held            Name = "held"             // executor: HOLD ran
+	Resumed         Name = "resumed"          // executor: RESUME ran
+	Exited          Name = "exited"           // watcher: the program ended with an exit code
+	StagedOut       Name = "staged_out"       // stager: stage-out and cleanup are done
+	Succeeded       Name = "succeeded"        // terminal
+	Failed          Name = "failed"           // terminal
+	Cancelled       Name = "cancelled"        // terminal
+	CancelRequested Name = "cancel_requested" // a user asked to cancel
+	HoldRequested   Name = "hold_requested"   // a user asked to hold
+	ResumeRequested Name = "resume_requested" // a user asked to resume
+	ActionFailed    Name = "action_failed"    // executor: ABORT/HOLD/RESUME did not work
+)
+
+// TypePrefix and TypeSuffix frame a Name into a CloudEvents type.
+const (
+	TypePrefix = "dev.gridwire.job."
+	TypeSuffix = ".v1"
+)
+
+// Names lists every known event name.
+var names = []Name{Submitted, Incarnated, StagingIn, Transfer, Queued, Started, StatusChanged,
+	StatusUnknown, StatusKnown, Held, Resumed, Exited, StagedOut, Succeeded, Failed, Cancelled,
+	CancelRequested, HoldRequested, ResumeRequested, ActionFailed}
+
+// Names returns every known event name, in life order.
+func Names() []Name { return append([]Name(nil), names...) }
+
+// Type is the CloudEvents type of the name.
+func (n Name) Type() string { return TypePrefix + string(n) + TypeSuffix }
+
+// Known reports whether n is an event gridwire defines.
+func (n Name) Known() bool {
+	for _, k := range names {
+		if k == n {
+			return true
+		}
+	}
+	return false
+}
+
+// NameOfType turns a CloudEvents type back into a Name, "" if it is not gridwire's.
+func NameOfType(t string) Name {
+	if !strings.HasPrefix(t, TypePrefix) || !strings.HasSuffix(t, TypeSuffix) {
+		return ""
+	}
+	return Name(t[len(TypePrefix) : len(t)-len(TypeSuffix)])
+}
+
+// Terminal reports whether the event ends the job.
+func (n Name) Terminal() bool { return n == Succeeded || n == Failed || n == Cancelled }

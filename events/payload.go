@@ -1,0 +1,95 @@
+package events
+
+import "time"
+
+// Payloads, one per event name. An event with no payload type carries Note.
+
+// IncarnatedData records what will run, where, so an auditor can see it exactly.
+type IncarnatedData struct {
+	Cluster     string            `json:"cluster"`
+	Queue       string            `json:"queue,omitempty"`
+	LRMS        string            `json:"lrms,omitempty"`
+	Profile     string            `json:"profile"`      // profile name used
+	ProfileHash string            `json:"profile_hash"` // hash of the whole profile set
+	WorkDir     string            `json:"work_dir"`     // the job's working directory on the target
+	Scripts     map[string]Script `json:"scripts"`      // by template name: START, ABORT, ...
+	// NativeIDPattern extracts the native ID from START's output (first group).
+	NativeIDPattern string `json:"native_id_pattern,omitempty"`
+}
+
+// Script is one rendered template.
+type Script struct {
+	Body   string `json:"body,omitempty"`
+	SHA256 string `json:"sha256"`
+	// Where the body is kept when it is not inline (e.g. a static script in BIN storage).
+	Location string `json:"location,omitempty"`
+}
+
+// StagingData is the plan the stager starts from.
+type StagingData struct {
+	Direction string     `json:"direction"` // in or out
+	Files     []FileCopy `json:"files"`
+}
+
+// TransferData is one attempt at one file.
+type TransferData struct {
+	Direction string        `json:"direction"` // in or out
+	From      string        `json:"from"`
+	To        string        `json:"to"`
+	Attempt   int           `json:"attempt"` // k of
+	Of        int           `json:"of"`      // N
+	Bytes     int64         `json:"bytes"`
+	Duration  time.Duration `json:"duration"`
+	SHA256    string        `json:"sha256,omitempty"` // on success
+	Error     string        `json:"error,omitempty"`  // on failure
+}
+
+// QueuedData hands the job to its cluster's executors.
+type QueuedData struct {
+	Cluster string `json:"cluster"`
+}
+
+// StartedData records the run the executor started.
+type StartedData struct {
+	Cluster     string `json:"cluster"`
+	Host        string `json:"host,omitempty"`
+	HostKey     string `json:"host_key,omitempty"` // SHA256 fingerprint for ssh targets
+	NativeID    string `json:"native_id"`
+	NativeState string `json:"native_state,omitempty"`
+	Running     bool   `json:"running"` // true: RUNNING at once (fork); false: QUEUED in an LRMS
+	Adopted     bool   `json:"adopted,omitempty"`
+	Executor    string `json:"executor,omitempty"`
+}
+
+// StatusData is a canonical and native state observed on the target.
+type StatusData struct {
+	State       Status `json:"state"`
+	NativeState string `json:"native_state,omitempty"`
+}
+
+// ExitedData is the program's end.
+type ExitedData struct {
+	ExitCode    int    `json:"exit_code"`
+	NativeState string `json:"native_state,omitempty"`
+	Reason      string `json:"reason,omitempty"` // set when it ended without an exit status
+}
+
+// StagedOutData says how stage-out and cleanup went.
+type StagedOutData struct {
+	OK     bool     `json:"ok"`
+	Failed []string `json:"failed,omitempty"`
+	Reason string   `json:"reason,omitempty"`
+}
+
+// EndData is the payload of a terminal event.
+type EndData struct {
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// Note is a free-text payload for requests, status_unknown/known and action results.
+type Note struct {
+	Reason string `json:"reason,omitempty"`
+	Action string `json:"action,omitempty"`
+	Output string `json:"output,omitempty"`
+}

@@ -1,0 +1,114 @@
+package events
+
+import (
+	"fmt"
+	"time"
+)
+
+// Status is a job's canonical state.
+type Status string
+
+// The canonical states of DESIGN.md.
+const (
+	StatusNone       Status = ""
+	StatusSubmitted  Status = "SUBMITTED"
+	StatusIncarnated Status = "INCARNATED"
+	StatusStagingIn  Status = "STAGING_IN"
+	StatusQueued     Status = "QUEUED"
+	StatusRunning    Status = "RUNNING"
+	StatusHeld       Status = "HELD"
+	StatusStagingOut Status = "STAGING_OUT"
+	StatusSucceeded  Status = "SUCCEEDED"
+	StatusFailed     Status = "FAILED"
+	StatusCancelled  Status = "CANCELLED"
+)
+
+// Terminal reports whether the status ends the job.
+func (s Status) Terminal() bool {
+	return s == StatusSucceeded || s == StatusFailed || s == StatusCancelled
+}
+
+// onTarget reports whether the job is in the hands of a target system.
+func (s Status) onTarget() bool {
+	return s == StatusQueued || s == StatusRunning || s == StatusHeld
+}
+
+// State is a job's folded history. It is built only by Apply.
+type State struct {
+	JobID  string `json:"job_id"`
+	Status Status `json:"status"`
+	Job    *Job   `json:"job,omitempty"`
+
+	Incarnation *IncarnatedData `json:"incarnation,omitempty"`
+	Cluster     string          `json:"cluster,omitempty"`
+	Queue       string          `json:"queue,omitempty"`
+
+	NativeID    string `json:"native_id,omitempty"`
+	NativeState string `json:"native_state,omitempty"`
+	Host        string `json:"host,omitempty"`
+	HostKey     string `json:"host_key,omitempty"`
+
+	ExitCode  *int           `json:"exit_code,omitempty"`
+	Reason    string         `json:"reason,omitempty"`
+	StagedOut *StagedOutData `json:"staged_out,omitempty"`
+	Transfers []TransferData `json:"transfers,omitempty"`
+
+	StatusUnknown   bool `json:"status_unknown,omitempty"`
+	CancelRequested bool `json:"cancel_requested,omitempty"`
+	HoldRequested   bool `json:"hold_requested,omitempty"`
+	ResumeRequested bool `json:"resume_requested,omitempty"`
+	// heldFrom is the status a HOLD interrupted, restored by RESUME.
+	HeldFrom Status `json:"held_from,omitempty"`
+
+	SubmittedAt time.Time `json:"submitted_at,omitzero"`
+	StartedAt   time.Time `json:"started_at,omitzero"`
+	EndedAt     time.Time `json:"ended_at,omitzero"`
+	UpdatedAt   time.Time `json:"updated_at,omitzero"`
+
+	Events   int    `json:"events"`              // how many events were folded
+	LastSeq  uint64 `json:"last_seq"`            // stream sequence of the last event
+	LastID   string `json:"last_id,omitempty"`   // ID of the last event
+	LastHash string `json:"last_hash,omitempty"` // chain hash of the last event
+}
+
+// Replay folds a job's events, in order, from nothing.
+func Replay(evs []Event) (State, error) {
+	var s State
+	for _, e := range evs {
+		var err error
+		if s, err = Apply(s, e); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// Apply folds one event into a state. It is pure: no I/O, clock or randomness. An
+// event the state machine does not allow in the current state is an error and leaves
+// the state as it was.
+func Apply(s State, e Event) (State, error) {
+	if s.Status.Terminal() {
+		return s, &TransitionError{Job: e.JobID, From: s.Status, Event: e.Name, Why: "the job has ended"}
+	}
+	if s.Status == StatusNone && e.Name != Submitted {
+		return s, &TransitionError{Job: e.JobID, From: s.Status, Event: e.Name, Why: "the job was never submitted"}
+	}
+	step := stepFor(e.Name)
+	if step == nil {
+		return s, fmt.Errorf("%w: %q", ErrUnknownEvent, e.Name)
+	}
+	next, err := step(s, e)
+	if err != nil {
+		return s, err
+	}
+	next.Events++
+	next.LastSeq, next.LastID, next.LastHash, next.UpdatedAt = e.Seq, e.ID, e.Hash, e.Time
+	if next.Status.Terminal() {
+		next.EndedAt = e.Time
+	}
+	return next, nil
+}
+
+// stepFunc is one event type's transition: temporal's one-apply-per-event-type habit.
+type stepFunc func(State, Event) (State, error)
+

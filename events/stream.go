@@ -1,0 +1,76 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// StreamOptions are the knobs of the JOBS stream that vary between deployments.
+type StreamOptions struct {
+	Replicas   int           // 1 embedded, 3 clustered
+	Duplicates time.Duration // de-duplication window; default 5 minutes
+	MaxBytes   int64         // -1 or 0: unlimited
+}
+
+// StreamConfig is the JOBS stream exactly as DESIGN.md decides it: limits retention,
+// file storage, no deletes or purges, discard new, a duplicate window of minutes.
+func StreamConfig(o StreamOptions) jetstream.StreamConfig {
+	if o.Replicas <= 0 {
+		o.Replicas = 1
+	}
+	if o.Duplicates <= 0 {
+		o.Duplicates = 5 * time.Minute
+	}
+	if o.MaxBytes == 0 {
+		o.MaxBytes = -1
+	}
+	return jetstream.StreamConfig{
+		Name:        Stream,
+		Description: "gridwire job events: the source of truth",
+		Subjects:    []string{SubjectAll},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Discard:     jetstream.DiscardNew,
+		DenyDelete:  true,
+		DenyPurge:   true,
+		Duplicates:  o.Duplicates,
+		Replicas:    o.Replicas,
+		MaxBytes:    o.MaxBytes,
+		MaxMsgs:     -1,
+		MaxAge:      0,
+		AllowDirect: true,
+	}
+}
+
+// Provision creates the JOBS stream, or brings an existing one to the decided config.
+// Against a fresh cluster it retries while JetStream has no meta leader yet.
+func Provision(ctx context.Context, js jetstream.JetStream, o StreamOptions) (jetstream.Stream, error) {
+	cfg := StreamConfig(o)
+	var lastErr error
+	for attempt := 0; attempt < 40; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		s, err := js.CreateOrUpdateStream(actx, cfg)
+		cancel()
+		if err == nil {
+			return s, nil
+		}
+		lastErr = err
+		if ctx.Err() != nil || !retryable(err) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	return nil, fmt.Errorf("provisioning stream %s: %w", Stream, lastErr)
+}
+
+func retryable(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
+		errors.Is(err, jetstream.ErrNoHeartbeat) || isNoResponders(err)
+}

@@ -1,0 +1,171 @@
+// Package cluster reads the operator's config file: the named clusters gridwire runs jobs
+// on, with how to reach them, their OS profile, LRMS and queues, and the TargetSystemInfo
+// that job requirements are matched against. It owns the file's shape and validation;
+// matching and rendering belong to the incarnator, running jobs to the executor.
+package cluster
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Kinds of cluster.
+const (
+	KindFork = "fork" // the gateway's own host
+	KindSSH  = "ssh"  // remote hosts reached over SSH
+)
+
+// ErrInvalid marks a config that cannot be used.
+var ErrInvalid = errors.New("cluster: invalid config")
+
+// Config is the whole config file.
+type Config struct {
+	// DataDir is where the embedded server and local job directories live.
+	DataDir string `yaml:"data_dir,omitempty"`
+	// ProfileDir holds OS profile XML files; empty means the built-in profiles.
+	ProfileDir string `yaml:"profile_dir,omitempty"`
+	// MaxTransferAttempts is the stage-in/out retry budget when a job names none.
+	MaxTransferAttempts int `yaml:"max_transfer_attempts,omitempty"`
+	// Clusters, by name.
+	Clusters []Cluster `yaml:"clusters"`
+	// Tokens for the HTTP API.
+	Tokens []Token `yaml:"tokens,omitempty"`
+	// Extra sections owned by individual services, kept as raw YAML nodes.
+	Stager  yaml.Node `yaml:"stager,omitempty"`
+	Watcher yaml.Node `yaml:"watcher,omitempty"`
+}
+
+// Cluster is one named target.
+type Cluster struct {
+	Name       string   `yaml:"name"`
+	Kind       string   `yaml:"kind"`               // fork or ssh
+	Hosts      []string `yaml:"hosts,omitempty"`    // host[:port] for ssh
+	User       string   `yaml:"user,omitempty"`     // ssh login
+	Identity   string   `yaml:"identity,omitempty"` // private key file; empty: ssh-agent
+	KnownHosts string   `yaml:"known_hosts,omitempty"`
+	Profile    string   `yaml:"profile"`          // OS profile name (fork, slurm, pbs, ...)
+	LRMS       string   `yaml:"lrms"`             // Fork, Slurm, PBS
+	Queues     []string `yaml:"queues,omitempty"` // first is the default
+	// WorkRoot is where job working directories are made on the target.
+	WorkRoot string `yaml:"work_root,omitempty"`
+	// Fields are operator-fixed profile field values (inserted raw, trusted).
+	Fields map[string]string `yaml:"fields,omitempty"`
+	Info   SystemInfo        `yaml:"info,omitempty"`
+}
+
+// SystemInfo is the TargetSystemInfo requirements are matched against.
+type SystemInfo struct {
+	OSName            string     `yaml:"os_name,omitempty"`
+	OSRelease         string     `yaml:"os_release,omitempty"`
+	OSVersion         string     `yaml:"os_version,omitempty"`
+	Platform          string     `yaml:"platform,omitempty"`
+	CPUInstructionSet string     `yaml:"cpu_instruction_set,omitempty"`
+	CPUHz             int64      `yaml:"cpu_hz,omitempty"`
+	SMPSize           int64      `yaml:"smp_size,omitempty"`
+	RAMSize           int64      `yaml:"ram_size,omitempty"`
+	VirtualSize       int64      `yaml:"virtual_size,omitempty"`
+	Software          []Software `yaml:"software,omitempty"`
+}
+
+// Software is one installed package.
+type Software struct {
+	Name    string `yaml:"name"`
+	Version string `yaml:"version,omitempty"`
+}
+
+// Token is one bearer token of the HTTP API.
+type Token struct {
+	Token     string   `yaml:"token"`
+	Principal string   `yaml:"principal"`
+	Allow     []string `yaml:"allow"`             // submit, read, cancel, publish
+	Sources   []string `yaml:"sources,omitempty"` // CloudEvents sources it may publish for
+}
+
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// Default is the config with no file: one local fork cluster.
+func Default() Config {
+	return Config{Clusters: []Cluster{LocalFork()}}
+}
+
+// LocalFork is the built-in "local" cluster: jobs run on the gateway's own host.
+func LocalFork() Cluster {
+	return Cluster{Name: "local", Kind: KindFork, Profile: "fork", LRMS: "Fork"}
+}
+
+// Load reads and validates a config file; a missing path means Default.
+func Load(path string) (Config, error) {
+	if path == "" {
+		return Default(), nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("reading config: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse decodes config YAML; unknown fields are refused with their line.
+func Parse(name string, data []byte) (Config, error) {
+	var c Config
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		return Config{}, fmt.Errorf("%w: %s: %v", ErrInvalid, name, err)
+	}
+	if len(c.Clusters) == 0 {
+		c.Clusters = Default().Clusters
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return c, nil
+}
+
+// Validate checks names, kinds and what each kind needs.
+func (c Config) Validate() error {
+	var errs []error
+	seen := map[string]bool{}
+	for i, cl := range c.Clusters {
+		where := fmt.Sprintf("clusters[%d]", i)
+		if !namePattern.MatchString(cl.Name) {
+			errs = append(errs, fmt.Errorf("%w: %s.name: %q must be 1-64 letters, digits, - or _", ErrInvalid, where, cl.Name))
+		}
+		if seen[cl.Name] {
+			errs = append(errs, fmt.Errorf("%w: %s.name: %q is used twice", ErrInvalid, where, cl.Name))
+		}
+		seen[cl.Name] = true
+		switch cl.Kind {
+		case KindFork:
+		case KindSSH:
+			if len(cl.Hosts) == 0 {
+				errs = append(errs, fmt.Errorf("%w: %s.hosts: an ssh cluster needs at least one host", ErrInvalid, where))
+			}
+			if cl.KnownHosts == "" {
+				errs = append(errs, fmt.Errorf("%w: %s.known_hosts: an ssh cluster needs a known_hosts file", ErrInvalid, where))
+			}
+		default:
+			errs = append(errs, fmt.Errorf("%w: %s.kind: %q is not fork or ssh", ErrInvalid, where, cl.Kind))
+		}
+		if strings.TrimSpace(cl.Profile) == "" {
+			errs = append(errs, fmt.Errorf("%w: %s.profile: missing", ErrInvalid, where))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Find returns the named cluster.
+func (c Config) Find(name string) (Cluster, bool) {
+	for _, cl := range c.Clusters {
+		if cl.Name == name {
+			return cl, true
+		}
+	}
+	return Cluster{}, false
+}
