@@ -1,0 +1,37 @@
+package events
+
+// The layout of a job's working directory on its target, shared by the incarnator (which
+// renders scripts that write it), the executor (which starts jobs), the watcher (which
+// reads exits) and the stager (which moves files in and out of it). Paths are relative
+// to the working directory.
+const (
+	ControlDir  = ".gridwire"             // gridwire's own files, never staged
+	ScriptFile  = ".gridwire/job.sh"      // the rendered JOB script
+	ExitFile    = ".gridwire/exit_status" // "<code>\n", written by the job's epilogue
+	StartMarker = ".gridwire/native_id"   // the native ID, written once START succeeded
+	StdinFile   = ".gridwire/stdin"       // staged-in standard input
+	StdoutFile  = ".gridwire/stdout"      // the program's standard output
+	StderrFile  = ".gridwire/stderr"      // the program's standard error
+)
+
+// Script names in IncarnatedData.Scripts. JOB is what runs as the job; the others are
+// the profile's templates, run by the executor and watcher on the target. Values known
+// only at run time reach them as shell variables that the runner sets, quoted, before
+// the script: GW_JOB_ID, GW_WORKDIR, GW_NATIVE_ID (and GW_NATIVE_IDS, space-separated,
+// for a batched status call).
+const (
+	ScriptJob       = "JOB"
+	ScriptStart     = "START"
+	ScriptAbort     = "ABORT"
+	ScriptHold      = "HOLD"
+	ScriptResume    = "RESUME"
+	ScriptStatus    = "GET_JOB_STATUS"
+	ScriptPrologue  = "JOB_PROLOGUE"
+	ScriptEpilogue  = "JOB_EPILOGUE"
+	ScriptDelete    = "DELETE"
+	ScriptList      = "LIST"
+	VarJobID        = "GW_JOB_ID"
+	VarWorkDir      = "GW_WORKDIR"
+	VarNativeID     = "GW_NATIVE_ID"
+	VarNativeIDList = "GW_NATIVE_IDS"
+)
