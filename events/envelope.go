@@ -24,19 +24,19 @@ const (
 // Event is one fact about one job: a CloudEvent in structured mode with a JSON body.
 // Seq, Subject and Hash are set when the event is read back from the stream.
 type Event struct {
-	ID        string          // ULID; also the Nats-Msg-Id, so retries de-duplicate
-	Name      Name            // from the CloudEvents type
-	JobID     string          // the CloudEvents subject
-	Source    string          // the emitting service instance
-	Time      time.Time       // when the fact was recorded
-	Route     string          // cluster the event is addressed to, "" for none
-	Principal string          // who caused it
-	PrevHash  string          // hash of the job's previous event
-	Data      json.RawMessage // the payload
+	ID        string          `json:"id"`                  // ULID; also the Nats-Msg-Id, so retries de-duplicate
+	Name      Name            `json:"name"`                // from the CloudEvents type
+	JobID     string          `json:"job"`                 // the CloudEvents subject
+	Source    string          `json:"source"`              // the emitting service instance
+	Time      time.Time       `json:"time"`                // when the fact was recorded
+	Route     string          `json:"route,omitempty"`     // cluster the event is addressed to
+	Principal string          `json:"principal,omitempty"` // who caused it
+	PrevHash  string          `json:"prevhash,omitempty"`  // hash of the job's previous event
+	Data      json.RawMessage `json:"data,omitempty"`      // the payload
 
-	Seq     uint64 // stream sequence, once stored
-	Subject string // stream subject, once stored
-	Hash    string // SHA-256 (hex) of the stored body
+	Seq     uint64 `json:"seq,omitempty"`     // stream sequence, once stored
+	Subject string `json:"subject,omitempty"` // stream subject, once stored
+	Hash    string `json:"hash,omitempty"`    // SHA-256 (hex) of the stored body
 }
 
 // NewID returns a fresh ULID string, as used for job and event IDs.

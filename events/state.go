@@ -111,4 +111,3 @@ func Apply(s State, e Event) (State, error) {
 
 // stepFunc is one event type's transition: temporal's one-apply-per-event-type habit.
 type stepFunc func(State, Event) (State, error)
-

@@ -92,6 +92,11 @@ func (s *Store) ReadRange(ctx context.Context, from uint64, max int) ([]Event, b
 	return s.directBatch(ctx, SubjectAll, from, max)
 }
 
+// Scan is ReadRange restricted to a subject filter (TypeFilter, JobFilter, ...).
+func (s *Store) Scan(ctx context.Context, filter string, from uint64, max int) ([]Event, bool, error) {
+	return s.directBatch(ctx, filter, from, max)
+}
+
 // Append stores one event for a job, conditional on the job's last stream sequence
 // being `expect` (0 for a new job) and chained to `prevHash`. It returns the event's
 // sequence. ErrConflict means someone else wrote first: reload and decide again.

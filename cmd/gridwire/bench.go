@@ -1,0 +1,290 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/services/ingest"
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
+)
+
+type benchOpts struct {
+	data       string
+	jobs       int
+	submitJobs int
+	latJobs    int
+	workers    int
+	json       bool
+}
+
+func benchCmd(e *env) *cobra.Command {
+	o := &benchOpts{}
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "measure spawn-rate ratio, durable submit throughput and idle latency in one run",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.data == "" {
+				d, err := os.MkdirTemp("", "gridwire-bench-")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(d)
+				o.data = d
+			}
+			r, err := runBench(cmd.Context(), e, o)
+			if err != nil {
+				return err
+			}
+			if o.json {
+				return json.NewEncoder(e.stdout).Encode(r)
+			}
+			r.print(e)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&o.data, "data", "", "scratch directory (default: a temporary one, removed after)")
+	cmd.Flags().IntVar(&o.jobs, "jobs", 2000, "/bin/true jobs for the throughput run")
+	cmd.Flags().IntVar(&o.submitJobs, "submit-jobs", 50000, "jobs for the durable submit run")
+	cmd.Flags().IntVar(&o.latJobs, "latency-jobs", 300, "jobs, one at a time, for the latency run")
+	cmd.Flags().IntVar(&o.workers, "spawners", 8, "concurrent spawners for the raw spawn rate (the executor's workers)")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
+	return cmd
+}
+
+type benchResult struct {
+	CPUs             int     `json:"cpus"`
+	RawSpawnPerSec   float64 `json:"raw_spawn_per_sec"`
+	PipelinePerSec   float64 `json:"pipeline_jobs_per_sec"`
+	PipelineRatio    float64 `json:"pipeline_vs_spawn"`
+	SubmitPerSec     float64 `json:"durable_submit_per_sec"`
+	LatencyP50Millis float64 `json:"latency_p50_ms"`
+	LatencyP99Millis float64 `json:"latency_p99_ms"`
+	Jobs             int     `json:"jobs"`
+	SubmitJobs       int     `json:"submit_jobs"`
+	LatencyJobs      int     `json:"latency_jobs"`
+}
+
+func (r benchResult) print(e *env) {
+	fmt.Fprintf(e.stdout, "cpus                                  %d\n", r.CPUs)
+	fmt.Fprintf(e.stdout, "raw spawn rate (/bin/true)            %.0f /s\n", r.RawSpawnPerSec)
+	fmt.Fprintf(e.stdout, "submit->terminal throughput (%d jobs) %.0f jobs/s  (%.2fx spawn rate; goal >= 0.9x)\n", r.Jobs, r.PipelinePerSec, r.PipelineRatio)
+	fmt.Fprintf(e.stdout, "durable submit (%d jobs)             %.0f jobs/s  (goal >= 20000)\n", r.SubmitJobs, r.SubmitPerSec)
+	fmt.Fprintf(e.stdout, "submit->SUCCEEDED latency, idle       p50 %.2f ms  p99 %.2f ms  (goal p50 <= 5 ms)\n", r.LatencyP50Millis, r.LatencyP99Millis)
+}
+
+func runBench(ctx context.Context, e *env, o *benchOpts) (benchResult, error) {
+	r := benchResult{CPUs: runtime.NumCPU(), Jobs: o.jobs, SubmitJobs: o.submitJobs, LatencyJobs: o.latJobs}
+	var err error
+	if r.RawSpawnPerSec, err = rawSpawnRate(ctx, o.workers, 3*time.Second); err != nil {
+		return r, err
+	}
+	if r.SubmitPerSec, err = benchSubmit(ctx, e, filepath.Join(o.data, "submit"), o.submitJobs); err != nil {
+		return r, err
+	}
+	if err = benchPipeline(ctx, e, filepath.Join(o.data, "pipeline"), o, &r); err != nil {
+		return r, err
+	}
+	r.PipelineRatio = r.PipelinePerSec / r.RawSpawnPerSec
+	return r, nil
+}
+
+// rawSpawnRate is how many /bin/true processes this machine starts and reaps per second
+// with the given concurrency: the ceiling for fork jobs.
+func rawSpawnRate(ctx context.Context, workers int, d time.Duration) (float64, error) {
+	var n atomic.Int64
+	deadline := time.Now().Add(d)
+	g, _ := errgroup.WithContext(ctx)
+	start := time.Now()
+	for range workers {
+		g.Go(func() error {
+			for time.Now().Before(deadline) {
+				if err := exec.Command("/bin/true").Run(); err != nil {
+					return err
+				}
+				n.Add(1)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return 0, err
+	}
+	return float64(n.Load()) / time.Since(start).Seconds(), nil
+}
+
+func benchSystem(ctx context.Context, e *env, dir string, services []string) (*system, *errgroup.Group, context.CancelFunc, error) {
+	quiet := &env{getenv: func(string) string { return "" }, stdout: e.stdout, stderr: e.stderr}
+	sys, err := openSystem(ctx, quiet, &busFlags{data: dir, logLevel: "error"}, true)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	g, gctx := errgroup.WithContext(sctx)
+	if err := sys.start(gctx, g, services, nil); err != nil {
+		cancel()
+		sys.bus.Close()
+		return nil, nil, nil, err
+	}
+	return sys, g, cancel, nil
+}
+
+func trueJob() []byte { return []byte(`{"version":3,"executable":"/bin/true"}`) }
+
+// benchSubmit: durable submissions with only ingest running, so nothing executes.
+func benchSubmit(ctx context.Context, e *env, dir string, n int) (float64, error) {
+	sys, g, cancel, err := benchSystem(ctx, e, dir, []string{"ingest"})
+	if err != nil {
+		return 0, err
+	}
+	defer sys.bus.Close()
+	defer func() { cancel(); _ = g.Wait() }()
+	rate, err := submitMany(ctx, sys.ingest, n, 64)
+	return rate, err
+}
+
+func submitMany(ctx context.Context, svc *ingest.Service, n, conc int) (float64, error) {
+	var next atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	start := time.Now()
+	for range conc {
+		g.Go(func() error {
+			for next.Add(1) <= int64(n) {
+				if _, err := svc.Submit(gctx, ingest.Submission{File: "bench.json", Data: trueJob(), Submitter: "bench"}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return 0, err
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+// benchPipeline runs every service and measures throughput, then idle latency.
+func benchPipeline(ctx context.Context, e *env, dir string, o *benchOpts, r *benchResult) error {
+	sys, g, cancel, err := benchSystem(ctx, e, dir, allServices)
+	if err != nil {
+		return err
+	}
+	defer sys.bus.Close()
+	defer func() { cancel(); _ = g.Wait() }()
+	ends := newEndWatch()
+	sub, err := sys.bus.Conn.Subscribe("jobs.*.*.*", ends.observe)
+	if err != nil {
+		return err
+	}
+	defer sub.Unsubscribe()
+	_ = sub.SetPendingLimits(-1, -1)
+
+	// Throughput: everything at once.
+	start := time.Now()
+	if _, err := submitMany(ctx, sys.ingest, o.jobs, 16); err != nil {
+		return err
+	}
+	if err := ends.waitCount(ctx, o.jobs, 5*time.Minute); err != nil {
+		return err
+	}
+	r.PipelinePerSec = float64(o.jobs) / time.Since(start).Seconds()
+	if f := ends.failures(); f > 0 {
+		return fmt.Errorf("bench: %d of %d jobs did not succeed", f, o.jobs)
+	}
+
+	// Latency: one job at a time on an otherwise idle system.
+	lat := make([]time.Duration, 0, o.latJobs)
+	for range o.latJobs {
+		t0 := time.Now()
+		acc, err := sys.ingest.Submit(ctx, ingest.Submission{File: "bench.json", Data: trueJob(), Submitter: "bench"})
+		if err != nil {
+			return err
+		}
+		if err := ends.waitJob(ctx, acc.Jobs[0], time.Minute); err != nil {
+			return err
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	slices.Sort(lat)
+	r.LatencyP50Millis = ms(lat[len(lat)/2])
+	r.LatencyP99Millis = ms(lat[len(lat)*99/100])
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// endWatch counts terminal events seen on the bus (core NATS sees every stored event).
+type endWatch struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	ended  map[string]events.Name
+	failed int
+}
+
+func newEndWatch() *endWatch {
+	w := &endWatch{ended: map[string]events.Name{}}
+	w.cond = sync.NewCond(&w.mu)
+	return w
+}
+
+func (w *endWatch) observe(m *nats.Msg) {
+	id, name, _, err := events.ParseSubject(m.Subject)
+	if err != nil || !name.Terminal() {
+		return
+	}
+	w.mu.Lock()
+	if _, seen := w.ended[id]; !seen {
+		w.ended[id] = name
+		if name != events.Succeeded {
+			w.failed++
+		}
+	}
+	w.mu.Unlock()
+	w.cond.Broadcast()
+}
+
+func (w *endWatch) failures() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.failed
+}
+
+func (w *endWatch) waitUntil(ctx context.Context, limit time.Duration, done func() bool) error {
+	stop := context.AfterFunc(ctx, w.cond.Broadcast)
+	defer stop()
+	timer := time.AfterFunc(limit, w.cond.Broadcast)
+	defer timer.Stop()
+	deadline := time.Now().Add(limit)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for !done() {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("bench: jobs did not end within %v", limit)
+		}
+		w.cond.Wait()
+	}
+	return nil
+}
+
+func (w *endWatch) waitCount(ctx context.Context, n int, limit time.Duration) error {
+	return w.waitUntil(ctx, limit, func() bool { return len(w.ended) >= n })
+}
+
+func (w *endWatch) waitJob(ctx context.Context, id string, limit time.Duration) error {
+	return w.waitUntil(ctx, limit, func() bool { _, ok := w.ended[id]; return ok })
+}

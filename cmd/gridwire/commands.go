@@ -1,0 +1,21 @@
+package main
+
+import "github.com/spf13/cobra"
+
+// commands is the table of verbs. A new verb lives in its own file and adds one line here.
+func commands(e *env) []*cobra.Command {
+	return []*cobra.Command{
+		serveCmd(e),
+		serviceCmd(e, "ingest"),
+		serviceCmd(e, "incarnator"),
+		serviceCmd(e, "executor"),
+		serviceCmd(e, "stager"),
+		serviceCmd(e, "watcher"),
+		submitCmd(e),
+		statusCmd(e),
+		historyCmd(e),
+		watchCmd(e),
+		normalizeCmd(e),
+		benchCmd(e),
+	}
+}

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/gridwire/gridwire/services/ingest"
+	"github.com/spf13/cobra"
+)
+
+func normalizeCmd(e *env) *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "normalize FILE...",
+		Short: "print the canonical jobs of each file as JSON (one array per file); no server needed",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, files []string) error {
+			var bad []error
+			enc := json.NewEncoder(e.stdout)
+			enc.SetIndent("", "  ")
+			for _, file := range files {
+				data, err := os.ReadFile(file)
+				if err != nil {
+					bad = append(bad, err)
+					continue
+				}
+				jobs, err := ingest.Parse(file, data, ingest.ParseOptions{Format: format, ContentType: contentTypeOf(file)})
+				if err != nil {
+					bad = append(bad, err)
+					continue
+				}
+				if err := enc.Encode(jobs); err != nil {
+					return err
+				}
+			}
+			if len(bad) > 0 {
+				fmt.Fprintln(e.stderr, errors.Join(bad...))
+				return exitCode(1)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "", "force the format (v3-json, v3-yaml, jrdl, dds)")
+	return cmd
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
+)
+
+func serveCmd(e *env) *cobra.Command {
+	f := &busFlags{}
+	var httpAddr string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "run NATS (embedded unless --nats-url), every service and the HTTP API",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return serve(cmd.Context(), e, f, httpAddr)
+		},
+	}
+	f.register(cmd.Flags(), e)
+	cmd.Flags().StringVar(&httpAddr, "http", "127.0.0.1:8080", "HTTP API address")
+	return cmd
+}
+
+func serve(ctx context.Context, e *env, f *busFlags, httpAddr string) error {
+	sys, err := openSystem(ctx, e, f, true)
+	if err != nil {
+		return err
+	}
+	defer sys.bus.Close()
+	ln, err := net.Listen("tcp", httpAddr)
+	if err != nil {
+		return fmt.Errorf("HTTP listener: %w", err)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	if err := sys.start(gctx, g, allServices, f.clusters); err != nil {
+		ln.Close()
+		return err
+	}
+	srv := &http.Server{Handler: sys.routes(), ReadHeaderTimeout: 10 * time.Second}
+	g.Go(func() error {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(gctx), 5*time.Second)
+		defer cancel()
+		return srv.Shutdown(sctx)
+	})
+	sys.log.Info("gridwire serving", "http", "http://"+ln.Addr().String(), "data", sys.data,
+		"nats", firstOf(sys.bus.ClientURL(), "in-process"), "clusters", len(sys.cfg.Clusters))
+	fmt.Fprintf(e.stderr, "gridwire: HTTP API on http://%s\n", ln.Addr())
+	return g.Wait()
+}
+
+// routes is the HTTP API of a process that runs ingest and the watcher.
+func (s *system) routes() http.Handler {
+	mux := http.NewServeMux()
+	if s.ingest != nil {
+		mux.Handle("POST /v1/jobs", s.ingest)
+	}
+	if s.readAPI != nil {
+		s.readAPI.Routes(mux)
+	}
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	return mux
+}
+
+// serviceCmd runs one service alone against an external NATS.
+func serviceCmd(e *env, name string) *cobra.Command {
+	f := &busFlags{}
+	cmd := &cobra.Command{
+		Use:   name,
+		Short: "run the " + name + " service alone (needs --nats-url)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			sys, err := openSystem(cmd.Context(), e, f, false)
+			if err != nil {
+				return err
+			}
+			defer sys.bus.Close()
+			g, gctx := errgroup.WithContext(cmd.Context())
+			if err := sys.start(gctx, g, []string{name}, f.clusters); err != nil {
+				return err
+			}
+			return g.Wait()
+		},
+	}
+	f.register(cmd.Flags(), e)
+	return cmd
+}

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/bus"
+	"github.com/gridwire/gridwire/pkg/cluster"
+	"github.com/gridwire/gridwire/services/executor"
+	"github.com/gridwire/gridwire/services/incarnator"
+	"github.com/gridwire/gridwire/services/ingest"
+	"github.com/gridwire/gridwire/services/stager"
+	"github.com/gridwire/gridwire/services/watcher"
+	"github.com/spf13/pflag"
+	"golang.org/x/sync/errgroup"
+)
+
+// busFlags say where NATS is and where local data lives.
+type busFlags struct {
+	data       string
+	natsURL    string
+	natsListen string
+	creds      string
+	config     string
+	clusters   []string
+	logLevel   string
+}
+
+func (f *busFlags) register(fs *pflag.FlagSet, e *env) {
+	fs.StringVar(&f.data, "data", "", "data directory (embedded NATS store, local job directories); default $GRIDWIRE_DATA or ./.gridwire-data")
+	fs.StringVar(&f.natsURL, "nats-url", e.getenv("GRIDWIRE_NATS_URL"), "external NATS server or cluster URL; empty runs NATS embedded")
+	fs.StringVar(&f.natsListen, "nats-listen", "", "with embedded NATS, also accept TCP clients here (e.g. 127.0.0.1:4222)")
+	fs.StringVar(&f.creds, "nats-creds", e.getenv("GRIDWIRE_NATS_CREDS"), "NATS credentials file for --nats-url")
+	fs.StringVar(&f.config, "config", e.getenv("GRIDWIRE_CONFIG"), "YAML config naming the clusters; default: one local fork cluster")
+	fs.StringSliceVar(&f.clusters, "cluster", nil, "clusters this process serves (executor, watcher); default all")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	if f.data == "" {
+		f.data = e.getenv("GRIDWIRE_DATA")
+	}
+}
+
+// system is one process's wiring: the bus, the config and the services it runs.
+type system struct {
+	bus     *bus.Bus
+	cfg     cluster.Config
+	data    string
+	log     *slog.Logger
+	host    string
+	ingest  *ingest.Service
+	readAPI *watcher.API
+}
+
+func openSystem(ctx context.Context, e *env, f *busFlags, needBus bool) (*system, error) {
+	cfg, err := cluster.Load(f.config)
+	if err != nil {
+		return nil, err
+	}
+	data := firstOf(f.data, cfg.DataDir, ".gridwire-data")
+	if data, err = filepath.Abs(data); err != nil {
+		return nil, err
+	}
+	if !needBus && f.natsURL == "" {
+		return nil, fmt.Errorf("a service alone needs --nats-url (or GRIDWIRE_NATS_URL) to reach the others")
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+	b, err := bus.Open(ctx, bus.Config{DataDir: data, URL: f.natsURL, Listen: f.natsListen, CredsFile: f.creds, Name: "gridwire"})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := events.Provision(ctx, b.JS, events.StreamOptions{Replicas: replicas(b)}); err != nil {
+		b.Close()
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	return &system{bus: b, cfg: cfg, data: data, log: log, host: fmt.Sprintf("%s-%d", host, os.Getpid())}, nil
+}
+
+func replicas(b *bus.Bus) int {
+	if b.Embedded() {
+		return 1
+	}
+	if n := len(b.Conn.Servers()); n >= 3 {
+		return 3
+	}
+	return 1
+}
+
+func (s *system) store(service string) *events.Store {
+	return events.NewStore(s.bus.Conn, s.bus.JS, "gridwire/"+service+"/"+s.host)
+}
+
+// clusters returns the configured clusters this process serves.
+func (s *system) clusters(only []string) ([]cluster.Cluster, error) {
+	if len(only) == 0 {
+		return s.cfg.Clusters, nil
+	}
+	var out []cluster.Cluster
+	for _, name := range only {
+		cl, ok := s.cfg.Find(name)
+		if !ok {
+			return nil, fmt.Errorf("--cluster %s: not in the config", name)
+		}
+		out = append(out, cl)
+	}
+	return out, nil
+}
+
+// allServices in start order.
+var allServices = []string{"ingest", "incarnator", "stager", "executor", "watcher"}
+
+// start runs the named services in g.
+func (s *system) start(ctx context.Context, g *errgroup.Group, names []string, only []string) error {
+	clusters, err := s.clusters(only)
+	if err != nil {
+		return err
+	}
+	now := time.Now
+	for _, name := range names {
+		log := s.log.With("service", name)
+		st := s.store(name)
+		switch name {
+		case "ingest":
+			deps := ingest.Deps{Conn: s.bus.Conn, Store: st, Logger: log, Now: now}
+			if s.ingest, err = ingest.New(ingest.Config{}, deps); err != nil {
+				return err
+			}
+			g.Go(func() error { return ingest.Run(ctx, ingest.Config{}, deps) })
+		case "incarnator":
+			planner := incarnator.BuiltinPlanner{Clusters: s.cfg, WorkRoot: filepath.Join(s.data, "jobs")}
+			g.Go(func() error {
+				return incarnator.Run(ctx, incarnator.Config{Workers: 8},
+					incarnator.Deps{JS: s.bus.JS, Store: st, Planner: planner, Logger: log, Now: now})
+			})
+		case "stager":
+			g.Go(func() error {
+				return stager.Run(ctx, stager.Config{Workers: 8}, stager.Deps{JS: s.bus.JS, Store: st, Logger: log, Now: now})
+			})
+		case "executor":
+			for _, cl := range clusters {
+				cfg := executor.Config{Cluster: cl, ID: s.host}
+				g.Go(func() error {
+					return executor.Run(ctx, cfg, executor.Deps{JS: s.bus.JS, Conn: s.bus.Conn, Store: st, Logger: log, Now: now})
+				})
+			}
+		case "watcher":
+			s.readAPI = &watcher.API{Store: st, JS: s.bus.JS}
+			g.Go(func() error {
+				return watcher.Run(ctx, watcher.Config{Clusters: clusters},
+					watcher.Deps{JS: s.bus.JS, Conn: s.bus.Conn, Store: st, Logger: log, Now: now})
+			})
+		default:
+			return fmt.Errorf("unknown service %q (one of %v)", name, allServices)
+		}
+	}
+	return nil
+}
+
+func firstOf(vals ...string) string {
+	if i := slices.IndexFunc(vals, func(v string) bool { return v != "" }); i >= 0 {
+		return vals[i]
+	}
+	return ""
+}

@@ -1,0 +1,57 @@
+package ingest
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/gridwire/gridwire/pkg/httpapi"
+)
+
+// ServeHTTP handles POST /v1/jobs: the body is a document in any supported language.
+// ?format= forces the format; ?file= names it for error messages. The principal comes
+// from the request context when an authenticating middleware put one there.
+func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		httpapi.WriteError(w, httpapi.Errorf(http.StatusMethodNotAllowed, "method_not_allowed", "use POST"))
+		return
+	}
+	data, err := io.ReadAll(io.LimitReader(r.Body, s.maxBody()+1))
+	if err != nil {
+		httpapi.WriteError(w, httpapi.Errorf(http.StatusBadRequest, "unreadable_body", "%v", err))
+		return
+	}
+	file := r.URL.Query().Get("file")
+	if file == "" {
+		file = "(request body)"
+	}
+	acc, err := s.Submit(r.Context(), Submission{File: file, Data: data, ContentType: r.Header.Get("Content-Type"),
+		Format: r.URL.Query().Get("format"), Submitter: httpapi.PrincipalFrom(r.Context())})
+	status, body := responseFor(acc, err)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// responseFor turns a submission's outcome into a status and JSON body shared by HTTP
+// and NATS.
+func responseFor(acc Accepted, err error) (int, []byte) {
+	if err == nil {
+		b, _ := json.Marshal(acc)
+		return http.StatusCreated, b
+	}
+	apiErr := &httpapi.Error{Status: http.StatusInternalServerError, Code: "submit_failed", Detail: err.Error()}
+	var pe *ParseError
+	switch {
+	case errors.As(err, &pe):
+		apiErr = &httpapi.Error{Status: http.StatusUnprocessableEntity, Code: "invalid_description", Detail: pe.Problems[0].String()}
+		for _, p := range pe.Problems {
+			apiErr.Details = append(apiErr.Details, p.String())
+		}
+	case errors.Is(err, ErrInvalid):
+		apiErr = &httpapi.Error{Status: http.StatusUnprocessableEntity, Code: "invalid_description", Detail: err.Error()}
+	}
+	b, _ := json.Marshal(map[string]*httpapi.Error{"error": apiErr})
+	return apiErr.Status, b
+}

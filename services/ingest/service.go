@@ -1,0 +1,213 @@
+// Package ingest is every way in: it reads job descriptions in the languages of the
+// specs, turns them into canonical jobs, and appends one submitted event per job. A
+// rejected document appends nothing. It does not choose where jobs run or run them.
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gridwire/gridwire/events"
+	"github.com/nats-io/nats.go"
+)
+
+// SubmitSubject is the NATS request subject for submissions; the body is the document,
+// headers carry its name, content type and format.
+const (
+	SubmitSubject   = "gridwire.api.submit"
+	HeaderFile      = "Gridwire-File"
+	HeaderFormat    = "Gridwire-Format"
+	HeaderSubmitter = "Gridwire-Submitter"
+)
+
+// Config is ingest's plain configuration. The zero value is valid.
+type Config struct {
+	// MaxBytes caps one document; 0 means MaxDocumentBytes.
+	MaxBytes int64
+	// Queue is the queue group of the NATS request endpoint.
+	Queue string
+}
+
+// Validate reports configuration errors.
+func (c Config) Validate() error {
+	if c.MaxBytes < 0 {
+		return fmt.Errorf("ingest: max bytes %d < 0", c.MaxBytes)
+	}
+	return nil
+}
+
+// Store is what ingest needs of the event store.
+type Store interface {
+	Create(ctx context.Context, e events.Event) (uint64, error)
+}
+
+// Deps are ingest's live collaborators.
+type Deps struct {
+	Conn   *nats.Conn // for the request endpoint; nil disables it
+	Store  Store
+	Logger *slog.Logger
+	Now    func() time.Time
+	// Check, when set, vets every parsed job before anything is appended (the stager's
+	// scheme allow-list, for instance). An error rejects the whole document.
+	Check func(events.Job) error
+}
+
+// Submission is one document handed in.
+type Submission struct {
+	File        string
+	Data        []byte
+	ContentType string
+	Format      string
+	Submitter   string
+}
+
+// Accepted lists the IDs a submission created: the parent record first when there is one.
+type Accepted struct {
+	Jobs   []string `json:"jobs"`
+	Parent string   `json:"parent,omitempty"`
+}
+
+// Service accepts submissions. It is safe for concurrent use.
+type Service struct {
+	cfg  Config
+	deps Deps
+}
+
+// New returns a Service.
+func New(cfg Config, deps Deps) (*Service, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if deps.Store == nil {
+		return nil, errors.New("ingest: no store")
+	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Queue == "" {
+		cfg.Queue = "ingest"
+	}
+	return &Service{cfg: cfg, deps: deps}, nil
+}
+
+// Run serves the NATS request endpoint until ctx ends.
+func Run(ctx context.Context, cfg Config, deps Deps) error {
+	s, err := New(cfg, deps)
+	if err != nil {
+		return err
+	}
+	if deps.Conn == nil {
+		<-ctx.Done()
+		return nil
+	}
+	sub, err := deps.Conn.QueueSubscribe(SubmitSubject, s.cfg.Queue, func(m *nats.Msg) { s.serveNATS(ctx, m) })
+	if err != nil {
+		return fmt.Errorf("ingest: subscribing %s: %w", SubmitSubject, err)
+	}
+	<-ctx.Done()
+	return sub.Drain()
+}
+
+// Parse reads a submission without appending anything.
+func (s *Service) Parse(sub Submission) ([]events.Job, error) {
+	limit := s.cfg.MaxBytes
+	if limit == 0 {
+		limit = MaxDocumentBytes
+	}
+	if int64(len(sub.Data)) > limit {
+		return nil, &ParseError{[]Problem{{File: sub.File, Line: 1, Col: 1, Field: "(document)",
+			What: fmt.Sprintf("%d bytes is over the limit of %d", len(sub.Data), limit)}}}
+	}
+	jobs, err := Parse(sub.File, sub.Data, ParseOptions{Format: sub.Format, ContentType: sub.ContentType})
+	if err != nil {
+		return nil, err
+	}
+	if len(jobs) == 0 {
+		return nil, &ParseError{[]Problem{{File: sub.File, Line: 1, Col: 1, Field: "(document)", What: "no job in the document"}}}
+	}
+	if s.deps.Check != nil {
+		for i, j := range jobs {
+			if err := s.deps.Check(j); err != nil {
+				return nil, fmt.Errorf("%w: %s: job %d: %v", ErrInvalid, sub.File, i, err)
+			}
+		}
+	}
+	return jobs, nil
+}
+
+// Submit parses a document, gives its jobs IDs and appends one submitted event per job,
+// each acknowledged by the stream before Submit returns. A document that does not parse
+// appends nothing.
+func (s *Service) Submit(ctx context.Context, sub Submission) (Accepted, error) {
+	jobs, err := s.Parse(sub)
+	if err != nil {
+		return Accepted{}, err
+	}
+	Link(jobs, sub.Submitter)
+	now := s.deps.Now()
+	acc := Accepted{Jobs: make([]string, 0, len(jobs))}
+	if jobs[0].Kind == events.KindGroup {
+		acc.Parent = jobs[0].ID
+	}
+	for _, j := range jobs {
+		e, err := events.New(j.ID, events.Submitted, "", now, j)
+		if err != nil {
+			return acc, err
+		}
+		e.Principal = sub.Submitter
+		if _, err := s.deps.Store.Create(ctx, e); err != nil {
+			return acc, fmt.Errorf("storing job %s: %w", j.ID, err)
+		}
+		acc.Jobs = append(acc.Jobs, j.ID)
+	}
+	return acc, nil
+}
+
+// Link gives every job an ID and ties children to their parent record: a KindGroup job
+// first in the list is the parent of all that follow.
+func Link(jobs []events.Job, submitter string) {
+	for i := range jobs {
+		jobs[i].ID = events.NewID()
+		jobs[i].Submitter = submitter
+	}
+	if len(jobs) == 0 || jobs[0].Kind != events.KindGroup {
+		return
+	}
+	parent := &jobs[0]
+	parent.Children = make([]string, 0, len(jobs)-1)
+	for i := 1; i < len(jobs); i++ {
+		jobs[i].Parent = parent.ID
+		parent.Children = append(parent.Children, jobs[i].ID)
+	}
+}
+
+func (s *Service) serveNATS(ctx context.Context, m *nats.Msg) {
+	sub := Submission{File: m.Header.Get(HeaderFile), Data: m.Data, ContentType: m.Header.Get("Content-Type"),
+		Format: m.Header.Get(HeaderFormat), Submitter: m.Header.Get(HeaderSubmitter)}
+	if sub.File == "" {
+		sub.File = "(request)"
+	}
+	acc, err := s.Submit(ctx, sub)
+	status, body := responseFor(acc, err)
+	reply := nats.NewMsg(m.Reply)
+	reply.Header.Set("Status-Code", fmt.Sprint(status))
+	reply.Data = body
+	_ = m.RespondMsg(reply)
+}
+
+// maxBody guards HTTP reads before parsing.
+func (s *Service) maxBody() int64 {
+	if s.cfg.MaxBytes > 0 {
+		return s.cfg.MaxBytes
+	}
+	return MaxDocumentBytes
+}
+
+var _ http.Handler = (*Service)(nil)

@@ -1,0 +1,306 @@
+package watcher
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/gridwire/gridwire/events"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// WatchBucket is the KV bucket holding the jobs each cluster's watcher follows, keyed
+// <cluster>.<jobID>. It is a projection of the log (started jobs not yet exited) and can
+// be rebuilt from it.
+const WatchBucket = "gridwire-watch"
+
+// Watched is one followed job.
+type Watched struct {
+	JobID    string    `json:"job"`
+	Cluster  string    `json:"cluster"`
+	NativeID string    `json:"native_id"`
+	WorkDir  string    `json:"work_dir"`
+	Since    time.Time `json:"since"`
+
+	goneSince time.Time // first poll that found it gone without an exit status
+	unknown   bool      // status_unknown recorded and not yet cleared
+}
+
+// Observation is what a probe learned of one job.
+type Observation struct {
+	Exited      bool
+	ExitCode    int
+	Gone        bool          // neither running nor with an exit status
+	State       events.Status // canonical, when the target reports one
+	NativeState string
+}
+
+// Prober asks a target about many jobs at once: one call per poll, not one per job.
+type Prober interface {
+	Probe(ctx context.Context, jobs []Watched) (map[string]Observation, error)
+}
+
+func watchBucket(ctx context.Context, js jetstream.JetStream) (jetstream.KeyValue, error) {
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: WatchBucket, Description: "jobs followed by watchers, by cluster", Storage: jetstream.FileStorage,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watcher: watch bucket: %w", err)
+	}
+	return kv, nil
+}
+
+type follower struct {
+	cfg     Config
+	deps    Deps
+	cluster string
+	kv      jetstream.KeyValue
+	prober  Prober
+	log     *slog.Logger
+
+	mu   sync.Mutex
+	jobs map[string]*Watched
+	wake chan struct{}
+}
+
+func newFollower(cfg Config, deps Deps, cluster string, kv jetstream.KeyValue, p Prober) *follower {
+	return &follower{cfg: cfg, deps: deps, cluster: cluster, kv: kv, prober: p,
+		log: deps.Logger.With("cluster", cluster), jobs: map[string]*Watched{}, wake: make(chan struct{}, 1)}
+}
+
+func (f *follower) run(ctx context.Context) error {
+	if err := f.restore(ctx); err != nil {
+		return err
+	}
+	if f.deps.Conn != nil {
+		sub, err := f.deps.Conn.Subscribe(events.HintSubject("exit", f.cluster), func(*nats.Msg) { f.poke() })
+		if err != nil {
+			return err
+		}
+		defer sub.Unsubscribe()
+	}
+	errc := make(chan error, 1)
+	go func() {
+		errc <- events.Consume(ctx, f.deps.JS, events.ConsumerSpec{
+			Durable: "watcher-" + f.cluster, Filters: []string{events.TypeFilter(events.Started, f.cluster)},
+			Workers: 4, Logger: f.log,
+		}, f.follow)
+	}()
+	f.pollLoop(ctx)
+	return <-errc
+}
+
+// restore reloads the followed jobs after a restart.
+func (f *follower) restore(ctx context.Context) error {
+	keys, err := f.kv.ListKeysFiltered(ctx, f.cluster+".>")
+	if err != nil {
+		return fmt.Errorf("watcher: listing followed jobs: %w", err)
+	}
+	for k := range keys.Keys() {
+		entry, err := f.kv.Get(ctx, k)
+		if err != nil {
+			continue
+		}
+		var w Watched
+		if json.Unmarshal(entry.Value(), &w) == nil {
+			f.jobs[w.JobID] = &w
+		}
+	}
+	return nil
+}
+
+// follow records a started job in the watch set; the ack waits for the KV write.
+func (f *follower) follow(ctx context.Context, d events.Delivery) error {
+	var s events.StartedData
+	if err := d.Event.Payload(&s); err != nil {
+		return nil
+	}
+	st, err := f.deps.Store.Decide(ctx, d.Event.JobID, func(events.State) ([]events.Event, error) { return nil, nil })
+	if err != nil {
+		return err
+	}
+	if st.Incarnation == nil || st.Status.Terminal() || st.Status == events.StatusStagingOut {
+		return nil
+	}
+	w := &Watched{JobID: st.JobID, Cluster: f.cluster, NativeID: s.NativeID, WorkDir: st.Incarnation.WorkDir, Since: d.Event.Time}
+	b, _ := json.Marshal(w)
+	if _, err := f.kv.Put(ctx, f.cluster+"."+w.JobID, b); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	if _, ok := f.jobs[w.JobID]; !ok {
+		f.jobs[w.JobID] = w
+	}
+	f.mu.Unlock()
+	f.poke()
+	return nil
+}
+
+func (f *follower) poke() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// pollLoop probes all followed jobs in one batch per round. The interval halves back to
+// PollMin whenever something happened and doubles toward PollMax while nothing does.
+func (f *follower) pollLoop(ctx context.Context) {
+	interval := f.cfg.PollMin
+	timer := time.NewTimer(interval)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-f.wake:
+		case <-timer.C:
+		}
+		if f.pollOnce(ctx) {
+			interval = f.cfg.PollMin
+		} else {
+			interval = min(interval*2, f.cfg.PollMax)
+		}
+		timer.Reset(interval)
+	}
+}
+
+// pollOnce reports whether anything changed.
+func (f *follower) pollOnce(ctx context.Context) bool {
+	f.mu.Lock()
+	batch := make([]Watched, 0, len(f.jobs))
+	for _, w := range f.jobs {
+		batch = append(batch, *w)
+	}
+	f.mu.Unlock()
+	if len(batch) == 0 {
+		return false
+	}
+	obs, err := f.prober.Probe(ctx, batch)
+	if err != nil {
+		f.markUnknown(ctx, batch, err)
+		return false
+	}
+	changed := false
+	for _, w := range batch {
+		o, ok := obs[w.JobID]
+		if !ok {
+			continue
+		}
+		if f.apply(ctx, w, o) {
+			changed = true
+		}
+	}
+	return changed
+}
+
+// apply records one observation; it reports whether the job left the watch set.
+func (f *follower) apply(ctx context.Context, w Watched, o Observation) bool {
+	now := f.deps.Now()
+	if w.unknown {
+		f.record(ctx, w.JobID, events.StatusKnown, events.Note{Reason: "the target answers again"})
+		f.update(w.JobID, func(x *Watched) { x.unknown = false })
+	}
+	switch {
+	case o.Exited:
+		return f.exit(ctx, w, events.ExitedData{ExitCode: o.ExitCode, NativeState: o.NativeState})
+	case o.Gone:
+		if w.goneSince.IsZero() {
+			f.update(w.JobID, func(x *Watched) { x.goneSince = now })
+			return false
+		}
+		if now.Sub(w.goneSince) < f.cfg.VanishGrace {
+			return false
+		}
+		return f.exit(ctx, w, events.ExitedData{ExitCode: -1, NativeState: o.NativeState,
+			Reason: fmt.Sprintf("the job vanished from %s without an exit status", f.cluster)})
+	default:
+		f.update(w.JobID, func(x *Watched) { x.goneSince = time.Time{} })
+		if o.State != "" {
+			f.statusChange(ctx, w.JobID, o)
+		}
+		return false
+	}
+}
+
+func (f *follower) exit(ctx context.Context, w Watched, d events.ExitedData) bool {
+	_, err := f.deps.Store.Decide(ctx, w.JobID, func(st events.State) ([]events.Event, error) {
+		if st.Status != events.StatusQueued && st.Status != events.StatusRunning && st.Status != events.StatusHeld {
+			return nil, nil
+		}
+		e, err := events.New(st.JobID, events.Exited, f.cluster, f.deps.Now(), d)
+		return []events.Event{e}, err
+	})
+	if err != nil {
+		f.log.Error("recording exit", "job", w.JobID, "err", err)
+		return false
+	}
+	f.forget(ctx, w.JobID)
+	return true
+}
+
+func (f *follower) statusChange(ctx context.Context, jobID string, o Observation) {
+	_, err := f.deps.Store.Decide(ctx, jobID, func(st events.State) ([]events.Event, error) {
+		if st.Status == o.State && st.NativeState == o.NativeState {
+			return nil, nil
+		}
+		if st.Status != events.StatusQueued && st.Status != events.StatusRunning && st.Status != events.StatusHeld {
+			return nil, nil
+		}
+		e, err := events.New(jobID, events.StatusChanged, f.cluster, f.deps.Now(),
+			events.StatusData{State: o.State, NativeState: o.NativeState})
+		return []events.Event{e}, err
+	})
+	if err != nil && !errors.Is(err, events.ErrIllegalTransition) {
+		f.log.Error("recording status", "job", jobID, "err", err)
+	}
+}
+
+// markUnknown records status_unknown once per job per outage.
+func (f *follower) markUnknown(ctx context.Context, batch []Watched, cause error) {
+	f.log.Warn("probe failed", "jobs", len(batch), "err", cause)
+	for _, w := range batch {
+		if w.unknown {
+			continue
+		}
+		if f.record(ctx, w.JobID, events.StatusUnknown, events.Note{Reason: cause.Error()}) {
+			f.update(w.JobID, func(x *Watched) { x.unknown = true })
+		}
+	}
+}
+
+func (f *follower) record(ctx context.Context, jobID string, name events.Name, n events.Note) bool {
+	_, err := f.deps.Store.Decide(ctx, jobID, func(st events.State) ([]events.Event, error) {
+		if st.Status.Terminal() || (name == events.StatusUnknown) == st.StatusUnknown {
+			return nil, nil
+		}
+		e, err := events.New(jobID, name, f.cluster, f.deps.Now(), n)
+		return []events.Event{e}, err
+	})
+	if err != nil {
+		f.log.Error("recording "+string(name), "job", jobID, "err", err)
+	}
+	return err == nil
+}
+
+func (f *follower) update(jobID string, fn func(*Watched)) {
+	f.mu.Lock()
+	if w, ok := f.jobs[jobID]; ok {
+		fn(w)
+	}
+	f.mu.Unlock()
+}
+
+func (f *follower) forget(ctx context.Context, jobID string) {
+	f.mu.Lock()
+	delete(f.jobs, jobID)
+	f.mu.Unlock()
+	if err := f.kv.Purge(ctx, f.cluster+"."+jobID); err != nil {
+		f.log.Warn("forgetting followed job", "job", jobID, "err", err)
+	}
+}
