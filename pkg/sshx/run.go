@@ -1,0 +1,131 @@
+package sshx
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// ErrNotStarted marks a Run whose command certainly did not start on the host (no
+// session, or the exec request refused): retrying it cannot run it twice.
+var ErrNotStarted = errors.New("sshx: command not started")
+
+// Result is what a remote command produced.
+type Result struct {
+	Stdout, Stderr []byte
+	// ExitCode is the command's exit status; 128+n when signal n killed it.
+	ExitCode int
+	// Signal names the signal that killed the command ("KILL", "TERM"), if one did.
+	Signal string
+}
+
+// Run runs script on the host as one command of the remote user's login shell (sshd
+// runs it as `$SHELL -c script`), feeding it stdin (nil: empty), and returns its output
+// and exit status. A non-zero exit is a Result, not an error; errors are transport
+// failures, ErrNotStarted when the command never ran, and ctx's error when ctx ended
+// first, in which case the command is sent SIGKILL and its session closed. Run returns
+// once the command has exited; a stdin reader still blocked then is abandoned.
+func (c *Client) Run(ctx context.Context, script string, stdin io.Reader) (Result, error) {
+	sess, release, err := c.session(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	defer release()
+	defer sess.Close()
+	var stdout, stderr bytes.Buffer
+	sess.Stdout, sess.Stderr = &stdout, &stderr
+	var stdinPipe io.WriteCloser
+	if stdin != nil {
+		if stdinPipe, err = sess.StdinPipe(); err != nil {
+			return Result{}, fmt.Errorf("%w on %s: %w", ErrNotStarted, c.host, err)
+		}
+	}
+	if err := sess.Start(script); err != nil {
+		return Result{}, c.notStarted(err)
+	}
+	if stdinPipe != nil {
+		go func() {
+			io.Copy(stdinPipe, stdin)
+			stdinPipe.Close()
+		}()
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- sess.Wait() }()
+	select {
+	case err = <-waited:
+	case <-ctx.Done():
+		sess.Signal(ssh.SIGKILL)
+		sess.Close()
+		<-waited
+		return Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()},
+			fmt.Errorf("sshx: running on %s: %w", c.host, ctx.Err())
+	}
+	res := Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
+	return c.exitResult(res, err)
+}
+
+func (c *Client) exitResult(res Result, err error) (Result, error) {
+	var exit *ssh.ExitError
+	switch {
+	case err == nil:
+		return res, nil
+	case errors.As(err, &exit):
+		res.ExitCode, res.Signal = exit.ExitStatus(), exit.Signal()
+		return res, nil
+	case !c.alive():
+		return res, fmt.Errorf("sshx: running on %s: %w", c.host, c.Err())
+	default:
+		return res, fmt.Errorf("sshx: running on %s: %w", c.host, err)
+	}
+}
+
+func (c *Client) notStarted(err error) error {
+	if !c.alive() {
+		return fmt.Errorf("%w on %s: %w", ErrNotStarted, c.host, c.Err())
+	}
+	return fmt.Errorf("%w on %s: %w", ErrNotStarted, c.host, err)
+}
+
+// session takes a session slot and opens a session. Servers refuse sessions beyond
+// their limit ("administratively prohibited") and OpenSSH frees a slot a little after
+// the client saw the session end, so such refusals are retried a few times.
+func (c *Client) session(ctx context.Context) (*ssh.Session, func(), error) {
+	release, err := c.acquire(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		sess, err := c.conn.NewSession()
+		if err == nil {
+			return sess, release, nil
+		}
+		var refused *ssh.OpenChannelError
+		retry := errors.As(err, &refused) && attempt < 6 &&
+			(refused.Reason == ssh.Prohibited || refused.Reason == ssh.ResourceShortage)
+		if !retry {
+			release()
+			return nil, nil, c.notStarted(err)
+		}
+		if err := sleep(ctx, time.Duration(5<<attempt)*time.Millisecond); err != nil {
+			release()
+			return nil, nil, fmt.Errorf("%w on %s: %w", ErrNotStarted, c.host, err)
+		}
+	}
+}
+
+// acquire takes one of the connection's session slots.
+func (c *Client) acquire(ctx context.Context) (func(), error) {
+	select {
+	case c.sessions <- struct{}{}:
+		return func() { <-c.sessions }, nil
+	case <-c.done:
+		return nil, c.notStarted(c.Err())
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w on %s: waiting for a session: %w", ErrNotStarted, c.host, ctx.Err())
+	}
+}

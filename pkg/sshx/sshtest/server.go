@@ -1,0 +1,310 @@
+// Package sshtest runs a real SSH server inside a test process, for the tests of sshx, the
+// executor's ssh target and the stager's sftp:// transfers.
+//
+// The server is built on golang.org/x/crypto/ssh and github.com/pkg/sftp and listens on a
+// loopback port. It accepts public-key authentication with a client key it generates,
+// runs "exec" requests through /bin/sh -c in the test's process (stdin, stdout, stderr and
+// the exit status pass through as with OpenSSH), serves the "sftp" subsystem over the
+// local file system, and politely refuses env, pty and shell requests. It does not
+// emulate users, chroots or OpenSSH's configuration: a test that needs those runs the real
+// sshd (see the e2e tests of sshx).
+package sshtest
+
+import (
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+)
+
+// Server is an in-process SSH server on 127.0.0.1. Its exported fields are set by
+// NewServer and never change afterwards.
+type Server struct {
+	// Addr is the host:port the server listens on.
+	Addr string
+	// Home is the working directory of exec requests and relative SFTP paths.
+	Home string
+	// ClientKeyFile is an unencrypted OpenSSH ed25519 private key the server accepts.
+	ClientKeyFile string
+	// ClientSigner is the signer of ClientKeyFile.
+	ClientSigner ssh.Signer
+	// KnownHostsFile is a known_hosts file naming the initial host key for Addr.
+	KnownHostsFile string
+	// HostKeyFingerprint is the SHA256 fingerprint of the initial host key.
+	HostKeyFingerprint string
+
+	t        testing.TB
+	ln       net.Listener
+	hostKey  atomic.Pointer[ssh.Signer]
+	accepted atomic.Int64
+	execs    atomic.Int64
+
+	mu         sync.Mutex
+	authorized map[string]bool
+	conns      map[*gateConn]struct{}
+	stall      chan struct{} // non-nil while writes to clients are held back
+	closed     bool
+	wg         sync.WaitGroup
+}
+
+// Option configures NewServer.
+type Option func(*options)
+
+type options struct {
+	hostKey    ssh.Signer
+	addr       string
+	authorized []ssh.PublicKey
+}
+
+// WithHostKey makes the server present signer as its host key instead of a generated
+// ed25519 key.
+func WithHostKey(signer ssh.Signer) Option {
+	return func(o *options) { o.hostKey = signer }
+}
+
+// WithAddr makes the server listen on addr (for example the Addr of a server the test
+// closed, to bring a host back on the same port) instead of 127.0.0.1:0.
+func WithAddr(addr string) Option {
+	return func(o *options) { o.addr = addr }
+}
+
+// WithAuthorizedKey makes the server accept pub in addition to its generated client key.
+func WithAuthorizedKey(pub ssh.PublicKey) Option {
+	return func(o *options) { o.authorized = append(o.authorized, pub) }
+}
+
+// NewServer starts a server and registers its Close with t.Cleanup. It fails the test if
+// the server cannot start.
+func NewServer(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	o := options{addr: "127.0.0.1:0"}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.hostKey == nil {
+		o.hostKey = NewSigner(t)
+	}
+	dir := t.TempDir()
+	clientKey := NewKey(t, "ed25519")
+	s := &Server{
+		Home:         filepath.Join(dir, "home"),
+		ClientSigner: SignerFrom(t, clientKey),
+		t:            t,
+		authorized:   map[string]bool{},
+		conns:        map[*gateConn]struct{}{},
+	}
+	if err := os.Mkdir(s.Home, 0o755); err != nil {
+		t.Fatalf("sshtest: %v", err)
+	}
+	s.hostKey.Store(&o.hostKey)
+	s.authorize(s.ClientSigner.PublicKey())
+	for _, pub := range o.authorized {
+		s.authorize(pub)
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		t.Fatalf("sshtest: listening on %s: %v", o.addr, err)
+	}
+	s.ln = ln
+	s.Addr = ln.Addr().String()
+	s.HostKeyFingerprint = ssh.FingerprintSHA256(o.hostKey.PublicKey())
+	s.ClientKeyFile = WritePrivateKey(t, dir, "id_ed25519", clientKey)
+	s.KnownHostsFile = WriteKnownHosts(t, dir, s.Addr, o.hostKey.PublicKey())
+	s.wg.Add(1)
+	go s.acceptLoop()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// SetHostKey makes every connection accepted from now on present signer as the host key
+// (a host whose key changed); KnownHostsFile keeps the old one. It returns the SHA256
+// fingerprint of the new key.
+func (s *Server) SetHostKey(signer ssh.Signer) string {
+	s.hostKey.Store(&signer)
+	return ssh.FingerprintSHA256(signer.PublicKey())
+}
+
+// Accepted returns how many TCP connections the server has accepted.
+func (s *Server) Accepted() int { return int(s.accepted.Load()) }
+
+// Execs returns how many exec requests the server has started.
+func (s *Server) Execs() int { return int(s.execs.Load()) }
+
+// DropConnections closes every open connection, as a restarted or crashed host would.
+// The server keeps listening.
+func (s *Server) DropConnections() {
+	s.mu.Lock()
+	conns := make([]*gateConn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+// Stall holds back everything the server writes to its clients until Resume, as a
+// peer whose network went silent: replies, output and keep-alive answers stop, but the
+// TCP connections stay open.
+func (s *Server) Stall() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stall == nil {
+		s.stall = make(chan struct{})
+	}
+}
+
+// Resume ends a Stall.
+func (s *Server) Resume() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stall != nil {
+		close(s.stall)
+		s.stall = nil
+	}
+}
+
+// Close stops listening, closes every connection, kills running commands and waits for
+// the server's goroutines. It is idempotent.
+func (s *Server) Close() {
+	s.mu.Lock()
+	already := s.closed
+	s.closed = true
+	s.mu.Unlock()
+	if already {
+		return
+	}
+	s.ln.Close()
+	s.Resume()
+	s.DropConnections()
+	s.wg.Wait()
+}
+
+func (s *Server) authorize(pub ssh.PublicKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.authorized[string(pub.Marshal())] = true
+}
+
+func (s *Server) acceptLoop() {
+	defer s.wg.Done()
+	for {
+		conn, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		s.accepted.Add(1)
+		gc := &gateConn{Conn: conn, srv: s, done: make(chan struct{})}
+		if !s.track(gc) {
+			conn.Close()
+			return
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer s.untrack(gc)
+			s.serveConn(gc)
+		}()
+	}
+}
+
+func (s *Server) track(c *gateConn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+func (s *Server) untrack(c *gateConn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	c.Close()
+}
+
+func (s *Server) config() *ssh.ServerConfig {
+	cfg := &ssh.ServerConfig{
+		PublicKeyCallback: func(_ ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
+			s.mu.Lock()
+			ok := s.authorized[string(key.Marshal())]
+			s.mu.Unlock()
+			if !ok {
+				return nil, errors.New("sshtest: key not authorized")
+			}
+			return &ssh.Permissions{}, nil
+		},
+	}
+	cfg.AddHostKey(*s.hostKey.Load())
+	return cfg
+}
+
+func (s *Server) serveConn(conn *gateConn) {
+	sconn, chans, reqs, err := ssh.NewServerConn(conn, s.config())
+	if err != nil {
+		return
+	}
+	defer sconn.Close()
+	go ssh.DiscardRequests(reqs)
+	var sessions sync.WaitGroup
+	defer sessions.Wait()
+	for nc := range chans {
+		if nc.ChannelType() != "session" {
+			nc.Reject(ssh.UnknownChannelType, "only session channels are served")
+			continue
+		}
+		sessions.Add(1)
+		go func() {
+			defer sessions.Done()
+			s.serveSession(nc)
+		}()
+	}
+}
+
+// gateConn is a server-side connection whose writes wait while the server is stalled.
+type gateConn struct {
+	net.Conn
+	srv  *Server
+	once sync.Once
+	done chan struct{}
+}
+
+func (c *gateConn) Write(p []byte) (int, error) {
+	c.srv.mu.Lock()
+	gate := c.srv.stall
+	c.srv.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-c.done:
+			return 0, net.ErrClosed
+		}
+	}
+	return c.Conn.Write(p)
+}
+
+func (c *gateConn) Close() error {
+	c.once.Do(func() { close(c.done) })
+	return c.Conn.Close()
+}
+
+// WriteKnownHosts writes a known_hosts file with one line naming pub for addr into dir
+// and returns its path.
+func WriteKnownHosts(t testing.TB, dir, addr string, pub ssh.PublicKey) string {
+	t.Helper()
+	path := filepath.Join(dir, "known_hosts")
+	line := knownhosts.Line([]string{addr}, pub) + "\n"
+	if err := os.WriteFile(path, []byte(line), 0o644); err != nil {
+		t.Fatalf("sshtest: %v", err)
+	}
+	return path
+}

@@ -1,0 +1,181 @@
+package sshtest
+
+import (
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+
+	"github.com/pkg/sftp"
+	"golang.org/x/crypto/ssh"
+)
+
+// session is one session channel: at most one exec or sftp subsystem runs on it.
+type session struct {
+	srv *Server
+	ch  ssh.Channel
+
+	mu      sync.Mutex
+	started bool
+	proc    *os.Process
+	exited  bool
+	done    sync.WaitGroup
+}
+
+func (s *Server) serveSession(nc ssh.NewChannel) {
+	ch, reqs, err := nc.Accept()
+	if err != nil {
+		return
+	}
+	sess := &session{srv: s, ch: ch}
+	for req := range reqs {
+		ok := sess.handle(req)
+		if req.WantReply {
+			req.Reply(ok, nil)
+		}
+	}
+	// The client closed the channel (or the connection died): what still runs is
+	// killed, as sshd's child would lose its session.
+	sess.kill(syscall.SIGKILL)
+	sess.done.Wait()
+	ch.Close()
+}
+
+func (sess *session) handle(req *ssh.Request) bool {
+	switch req.Type {
+	case "exec":
+		var msg struct{ Command string }
+		if ssh.Unmarshal(req.Payload, &msg) != nil || !sess.claim() {
+			return false
+		}
+		return sess.startExec(msg.Command)
+	case "subsystem":
+		var msg struct{ Name string }
+		if ssh.Unmarshal(req.Payload, &msg) != nil || msg.Name != "sftp" || !sess.claim() {
+			return false
+		}
+		sess.startSFTP()
+		return true
+	case "signal":
+		var msg struct{ Signal string }
+		if ssh.Unmarshal(req.Payload, &msg) != nil {
+			return false
+		}
+		sig, ok := signals[ssh.Signal(msg.Signal)]
+		if ok {
+			sess.kill(sig)
+		}
+		return ok
+	default:
+		// env, pty-req, shell, x11-req, auth-agent-req...: refused, as a locked-down sshd
+		// refuses them; the client is expected to cope.
+		return false
+	}
+}
+
+var signals = map[ssh.Signal]syscall.Signal{
+	ssh.SIGKILL: syscall.SIGKILL,
+	ssh.SIGTERM: syscall.SIGTERM,
+	ssh.SIGINT:  syscall.SIGINT,
+	ssh.SIGHUP:  syscall.SIGHUP,
+	ssh.SIGQUIT: syscall.SIGQUIT,
+	ssh.SIGUSR1: syscall.SIGUSR1,
+	ssh.SIGUSR2: syscall.SIGUSR2,
+}
+
+func (sess *session) claim() bool {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if sess.started {
+		return false
+	}
+	sess.started = true
+	return true
+}
+
+func (sess *session) startExec(command string) bool {
+	cmd := exec.Command("/bin/sh", "-c", command)
+	cmd.Dir = sess.srv.Home
+	cmd.Env = append(os.Environ(), "HOME="+sess.srv.Home)
+	cmd.Stdout = sess.ch
+	cmd.Stderr = sess.ch.Stderr()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return false
+	}
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if err := cmd.Start(); err != nil {
+		return false
+	}
+	sess.srv.execs.Add(1)
+	sess.proc = cmd.Process
+	go func() {
+		io.Copy(stdin, sess.ch)
+		stdin.Close()
+	}()
+	sess.done.Add(1)
+	go func() {
+		defer sess.done.Done()
+		err := cmd.Wait()
+		sess.mu.Lock()
+		sess.exited = true
+		sess.mu.Unlock()
+		sess.ch.CloseWrite()
+		sendExit(sess.ch, cmd.ProcessState, err)
+		sess.ch.Close()
+	}()
+	return true
+}
+
+func sendExit(ch ssh.Channel, st *os.ProcessState, waitErr error) {
+	var exitErr *exec.ExitError
+	if waitErr != nil && !errors.As(waitErr, &exitErr) {
+		return
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		name := signalName(ws.Signal())
+		ch.SendRequest("exit-signal", false, ssh.Marshal(struct {
+			Signal     string
+			CoreDumped bool
+			Error      string
+			Lang       string
+		}{Signal: name}))
+		return
+	}
+	ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{uint32(st.ExitCode())}))
+}
+
+func signalName(sig syscall.Signal) string {
+	for name, s := range signals {
+		if s == sig {
+			return string(name)
+		}
+	}
+	return "KILL"
+}
+
+func (sess *session) startSFTP() {
+	sess.done.Add(1)
+	go func() {
+		defer sess.done.Done()
+		srv, err := sftp.NewServer(sess.ch, sftp.WithServerWorkingDirectory(sess.srv.Home))
+		if err == nil {
+			srv.Serve()
+			srv.Close()
+		}
+		sess.ch.Close()
+	}()
+}
+
+// kill signals the process group of the running command, if any.
+func (sess *session) kill(sig syscall.Signal) {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if sess.proc != nil && !sess.exited {
+		syscall.Kill(-sess.proc.Pid, sig)
+	}
+}
