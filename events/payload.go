@@ -28,7 +28,8 @@ type Script struct {
 // StagingData is the plan the stager starts from.
 type StagingData struct {
 	Direction string     `json:"direction"` // in or out
-	Files     []FileCopy `json:"files"`
+	Files     []FileCopy `json:"files"`     // resolved names; Attempts is each file's budget
+	WorkDir   string     `json:"work_dir,omitempty"`
 }
 
 // TransferData is one attempt at one file.
@@ -40,8 +41,14 @@ type TransferData struct {
 	Of        int           `json:"of"`      // N
 	Bytes     int64         `json:"bytes"`
 	Duration  time.Duration `json:"duration"`
-	SHA256    string        `json:"sha256,omitempty"` // on success
+	SHA256    string        `json:"sha256,omitempty"` // on success; of the manifest for a directory
 	Error     string        `json:"error,omitempty"`  // on failure
+	Directory bool          `json:"directory,omitempty"`
+	Files     int           `json:"files,omitempty"` // files copied (a directory has several)
+	// Permanent says the failure cannot be retried (refused name, 404...): no more attempts.
+	Permanent bool `json:"permanent,omitempty"`
+	// Backoff is the wait before the next attempt, when one follows a failure.
+	Backoff time.Duration `json:"backoff,omitempty"`
 }
 
 // QueuedData hands the job to its cluster's executors.
@@ -76,9 +83,11 @@ type ExitedData struct {
 
 // StagedOutData says how stage-out and cleanup went.
 type StagedOutData struct {
-	OK     bool     `json:"ok"`
-	Failed []string `json:"failed,omitempty"`
-	Reason string   `json:"reason,omitempty"`
+	OK      bool     `json:"ok"`
+	Failed  []string `json:"failed,omitempty"`
+	Reason  string   `json:"reason,omitempty"`
+	Files   int      `json:"files,omitempty"`   // stage-out entries copied
+	Cleaned []string `json:"cleaned,omitempty"` // cleanup names removed
 }
 
 // EndData is the payload of a terminal event.

@@ -1,31 +1,115 @@
 // Package stager moves the files a job names into its working directory before it is
-// queued and out of it after it ends, then cleans up. It records every transfer attempt
-// as an event. It does not choose clusters, start jobs or decide terminal states.
+// queued and out of it after it ends, then cleans up. Every transfer attempt is an event
+// (file, direction, attempt k of N, bytes, duration, SHA-256 or error), and a file's
+// progress is read back from those events, so a restarted stager resumes where the log
+// says, without repeating or losing an attempt. It checks staging names at submission
+// (CheckURLs) and uploads a submitter's local inputs (UploadInputs). It does not choose
+// clusters, start jobs or decide terminal states after stage-out (the watcher does).
 package stager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/cluster"
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
 )
 
-// Config is the stager's plain configuration. The zero value is valid.
+// Defaults of Config's zero fields.
+const (
+	DefaultMaxTransferAttempts = 3
+	DefaultParallel            = 4
+	DefaultBackoffBase         = time.Second
+	DefaultBackoffMax          = time.Minute
+	DefaultIdleTimeout         = 2 * time.Minute
+)
+
+// Config is the stager's plain configuration. The zero value is valid: jobs run on the
+// gateway's own disk, three attempts per file, the default HTTP policy.
 type Config struct {
 	Durable string // consumer name prefix shared by every stager process
 	Workers int    // jobs staged at once per direction
+	// Clusters says where each cluster's working directories are: a fork cluster's on
+	// this machine, an ssh cluster's on its first host (or the host the job ran on),
+	// reached over SFTP with the cluster's user, identity and known_hosts.
+	Clusters cluster.Config
+	// MaxTransferAttempts is a file's budget when neither it nor its job names one;
+	// 0 means Clusters.MaxTransferAttempts, then DefaultMaxTransferAttempts.
+	MaxTransferAttempts int
+	// Parallel bounds the transfers of one job that run at once.
+	Parallel int
+	// BackoffBase and BackoffMax shape the wait between attempts at one file:
+	// base·2^(k-1) after attempt k, capped at max, with jitter.
+	BackoffBase, BackoffMax time.Duration
+	// MaxFileBytes bounds one file (or one directory, in total); 0 means no limit.
+	MaxFileBytes int64
+	// IdleTimeout cancels an attempt through which no byte flowed for this long.
+	IdleTimeout time.Duration
+	// HTTP is the host policy of http(s) transfers.
+	HTTP HTTPPolicy
+	// FileRoots, when set, are the only gateway directories file:// URLs may name.
+	FileRoots []string
+	// SSH is how sftp:// and scp:// URLs are reached (their user@ overrides User).
+	SSH SSHConfig
+}
+
+// SSHConfig is how the stager logs in to hosts that sftp:// and scp:// URLs name.
+type SSHConfig struct {
+	User       string `yaml:"user,omitempty"`
+	Identity   string `yaml:"identity,omitempty"`
+	KnownHosts string `yaml:"known_hosts,omitempty"`
 }
 
 // Validate reports configuration errors.
 func (c Config) Validate() error {
-	if c.Workers < 0 {
-		return fmt.Errorf("stager: workers %d < 0", c.Workers)
+	var errs []error
+	for _, n := range []struct {
+		name string
+		v    int64
+	}{{"workers", int64(c.Workers)}, {"max_transfer_attempts", int64(c.MaxTransferAttempts)},
+		{"parallel", int64(c.Parallel)}, {"backoff_base", int64(c.BackoffBase)},
+		{"backoff_max", int64(c.BackoffMax)}, {"max_file_bytes", c.MaxFileBytes},
+		{"idle_timeout", int64(c.IdleTimeout)}} {
+		if n.v < 0 {
+			errs = append(errs, fmt.Errorf("stager: %s %d < 0", n.name, n.v))
+		}
 	}
-	return nil
+	if _, err := c.HTTP.compile(); err != nil {
+		errs = append(errs, fmt.Errorf("stager: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) withDefaults() Config {
+	if c.Durable == "" {
+		c.Durable = "stager"
+	}
+	if c.MaxTransferAttempts == 0 {
+		c.MaxTransferAttempts = c.Clusters.MaxTransferAttempts
+	}
+	if c.MaxTransferAttempts == 0 {
+		c.MaxTransferAttempts = DefaultMaxTransferAttempts
+	}
+	if c.Parallel == 0 {
+		c.Parallel = DefaultParallel
+	}
+	if c.BackoffBase == 0 {
+		c.BackoffBase = DefaultBackoffBase
+	}
+	if c.BackoffMax == 0 {
+		c.BackoffMax = DefaultBackoffMax
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	return c
 }
 
 // Store is what the stager needs of the event store.
@@ -39,78 +123,250 @@ type Deps struct {
 	Store  Store
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Jitter spreads a back-off; the default picks uniformly in [d/2, d].
+	Jitter func(d time.Duration) time.Duration
+}
+
+func halfJitter(d time.Duration) time.Duration {
+	if d <= 1 {
+		return d
+	}
+	return d/2 + rand.N(d/2+1)
 }
 
 // Run consumes incarnated jobs (stage-in) and exited jobs (stage-out) until ctx ends.
+// Transfers in flight when ctx ends are abandoned unrecorded; the next stager to get
+// the job makes them again with the same attempt numbers.
 func Run(ctx context.Context, cfg Config, deps Deps) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	cfg = cfg.withDefaults()
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Durable == "" {
-		cfg.Durable = "stager"
+	if deps.Jitter == nil {
+		deps.Jitter = halfJitter
 	}
-	s := stager{deps: deps}
+	s, err := newStager(cfg, deps)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		return events.Consume(gctx, deps.JS, events.ConsumerSpec{
 			Durable: cfg.Durable + "-in", Filters: []string{events.TypeFilter(events.Incarnated, "")},
 			Workers: cfg.Workers, Logger: deps.Logger, OnExhausted: s.exhausted,
-		}, s.stageIn)
+		}, s.interruptible(gctx, s.stageIn))
 	})
 	g.Go(func() error {
 		return events.Consume(gctx, deps.JS, events.ConsumerSpec{
 			Durable: cfg.Durable + "-out", Filters: []string{events.TypeFilter(events.Exited, "")},
 			Workers: cfg.Workers, Logger: deps.Logger, OnExhausted: s.exhausted,
-		}, s.stageOut)
+		}, s.interruptible(gctx, s.stageOut))
 	})
 	return g.Wait()
 }
 
-type stager struct{ deps Deps }
+// interruptible cancels a handler's transfers when the service stops. Consume gives
+// handlers a context that outlives shutdown so appends finish; transfers must not.
+func (s *stager) interruptible(run context.Context, h events.Handler) events.Handler {
+	return func(ctx context.Context, d events.Delivery) error {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stop := context.AfterFunc(run, cancel)
+		defer stop()
+		return h(ctx, d)
+	}
+}
 
-// stageIn hands an incarnated job to its cluster. The foundation has no files to move.
-func (s stager) stageIn(ctx context.Context, d events.Delivery) error {
-	_, err := s.deps.Store.Decide(ctx, d.Event.JobID, func(st events.State) ([]events.Event, error) {
+type stager struct {
+	cfg  Config
+	deps Deps
+	http *httpEndpoint
+	ssh  *sshPools
+}
+
+func newStager(cfg Config, deps Deps) (*stager, error) {
+	policy, err := cfg.HTTP.compile()
+	if err != nil {
+		return nil, err
+	}
+	return &stager{cfg: cfg, deps: deps, http: newHTTPEndpoint(policy, cfg.IdleTimeout),
+		ssh: newSSHPools(deps.Logger)}, nil
+}
+
+// Close releases the stager's connections.
+func (s *stager) Close() error { return s.ssh.Close() }
+
+func (s *stager) copier(touch func()) copier {
+	return copier{limit: s.cfg.MaxFileBytes, idle: s.cfg.IdleTimeout, touch: touch, now: s.deps.Now}
+}
+
+// state reads a job's folded state (a Decide that appends nothing).
+func (s *stager) state(ctx context.Context, jobID string) (events.State, error) {
+	return s.deps.Store.Decide(ctx, jobID, func(events.State) ([]events.Event, error) { return nil, nil })
+}
+
+func jobOf(st events.State) events.Job {
+	if st.Job == nil {
+		return events.Job{ID: st.JobID}
+	}
+	return *st.Job
+}
+
+// stageIn makes the working directory, records the plan, moves every file in, and
+// hands the job to its cluster; a file that uses its budget fails the job.
+func (s *stager) stageIn(ctx context.Context, d events.Delivery) error {
+	st, err := s.state(ctx, d.Event.JobID)
+	if err != nil || (st.Status != events.StatusIncarnated && st.Status != events.StatusStagingIn) {
+		return err
+	}
+	items := planIn(jobOf(st), s.cfg.MaxTransferAttempts)
+	wd, err := s.workDir(ctx, st)
+	if err != nil {
+		return err
+	}
+	defer wd.Close()
+	if err := wd.create(ctx); err != nil {
+		return err
+	}
+	if st.Status == events.StatusIncarnated && len(items) > 0 {
+		if st, err = s.begin(ctx, st, items); err != nil || st.Status != events.StatusStagingIn {
+			return err
+		}
+	}
+	r := run{s: s, jobID: st.JobID, status: st.Status, wd: wd, touch: touch(d), stopOnFailure: true}
+	failures, err := r.execute(ctx, st, items)
+	if errors.Is(err, errMovedOn) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("staging in job %s: %w", st.JobID, err)
+	}
+	return s.finishIn(ctx, st.JobID, failures)
+}
+
+func touch(d events.Delivery) func() { return func() { _ = d.InProgress() } }
+
+// begin records the stage-in plan (or a cancellation that came first).
+func (s *stager) begin(ctx context.Context, st events.State, items []item) (events.State, error) {
+	return s.deps.Store.Decide(ctx, st.JobID, func(st events.State) ([]events.Event, error) {
 		if st.Status != events.StatusIncarnated {
 			return nil, nil
 		}
-		now := s.deps.Now()
 		if st.CancelRequested {
-			e, err := events.New(st.JobID, events.Cancelled, "", now, events.EndData{Reason: "cancelled before it was queued"})
-			return []events.Event{e}, err
+			return one(st.JobID, events.Cancelled, "", s.deps.Now(), events.EndData{Reason: "cancelled before it was queued"})
 		}
-		e, err := events.New(st.JobID, events.Queued, st.Cluster, now, events.QueuedData{Cluster: st.Cluster})
-		return []events.Event{e}, err
+		return one(st.JobID, events.StagingIn, "", s.deps.Now(), events.StagingData{
+			Direction: DirIn, Files: files(items), WorkDir: st.Incarnation.WorkDir})
+	})
+}
+
+// finishIn queues the job on its cluster, or fails it naming the file that did not come.
+func (s *stager) finishIn(ctx context.Context, jobID string, failures []failure) error {
+	_, err := s.deps.Store.Decide(ctx, jobID, func(st events.State) ([]events.Event, error) {
+		now := s.deps.Now()
+		switch {
+		case st.Status != events.StatusIncarnated && st.Status != events.StatusStagingIn:
+			return nil, nil
+		case len(failures) > 0:
+			f := failures[0]
+			return one(st.JobID, events.Failed, "", now, events.EndData{Reason: fmt.Sprintf(
+				"stage-in of %s from %s failed: %s", f.it.to, f.it.from, f.last)})
+		case st.CancelRequested:
+			return one(st.JobID, events.Cancelled, "", now, events.EndData{Reason: "cancelled before it was queued"})
+		}
+		return one(st.JobID, events.Queued, st.Cluster, now, events.QueuedData{Cluster: st.Cluster})
 	})
 	return err
 }
 
-// stageOut records that an exited job's stage-out is done. The foundation has no files.
-func (s stager) stageOut(ctx context.Context, d events.Delivery) error {
-	_, err := s.deps.Store.Decide(ctx, d.Event.JobID, func(st events.State) ([]events.Event, error) {
+func one(jobID string, name events.Name, route string, at time.Time, payload any) ([]events.Event, error) {
+	e, err := events.New(jobID, name, route, at, payload)
+	return []events.Event{e}, err
+}
+
+// stageOut moves the job's outputs as its description asks, cleans up, and records
+// the outcome; the watcher then ends the job.
+func (s *stager) stageOut(ctx context.Context, d events.Delivery) error {
+	st, err := s.state(ctx, d.Event.JobID)
+	if err != nil || st.Status != events.StatusStagingOut || st.StagedOut != nil {
+		return err
+	}
+	job := jobOf(st)
+	success := st.ExitCode != nil && *st.ExitCode == 0
+	items := planOut(job, s.cfg.MaxTransferAttempts, success)
+	if len(items) == 0 && len(job.Cleanup) == 0 {
+		return s.finishOut(ctx, st.JobID, events.StagedOutData{OK: true})
+	}
+	wd, err := s.workDir(ctx, st)
+	if err != nil {
+		return err
+	}
+	defer wd.Close()
+	r := run{s: s, jobID: st.JobID, status: events.StatusStagingOut, wd: wd, touch: touch(d)}
+	failures, err := r.execute(ctx, st, items)
+	if errors.Is(err, errMovedOn) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("staging out job %s: %w", st.JobID, err)
+	}
+	out := events.StagedOutData{Files: len(items) - len(failures)}
+	for _, f := range failures {
+		out.Failed = append(out.Failed, f.String())
+	}
+	for _, c := range job.Cleanup {
+		if err := s.cleanup(ctx, wd, c); err != nil {
+			out.Failed = append(out.Failed, fmt.Sprintf("cleanup %s: %v", c, err))
+			continue
+		}
+		out.Cleaned = append(out.Cleaned, c)
+	}
+	out.OK = len(out.Failed) == 0
+	if !out.OK {
+		out.Reason = fmt.Sprintf("%d of %d stage-out and cleanup entries failed: %s",
+			len(out.Failed), len(items)+len(job.Cleanup), strings.Join(out.Failed, "; "))
+	}
+	return s.finishOut(ctx, st.JobID, out)
+}
+
+func (s *stager) cleanup(ctx context.Context, wd workDir, name string) error {
+	n, err := localName(name)
+	if err != nil {
+		return err
+	}
+	return wd.removeAll(ctx, n)
+}
+
+// finishOut records stage-out's outcome once.
+func (s *stager) finishOut(ctx context.Context, jobID string, out events.StagedOutData) error {
+	_, err := s.deps.Store.Decide(ctx, jobID, func(st events.State) ([]events.Event, error) {
 		if st.Status != events.StatusStagingOut || st.StagedOut != nil {
 			return nil, nil
 		}
-		e, err := events.New(st.JobID, events.StagedOut, st.Cluster, s.deps.Now(), events.StagedOutData{OK: true})
-		return []events.Event{e}, err
+		return one(st.JobID, events.StagedOut, st.Cluster, s.deps.Now(), out)
 	})
 	return err
 }
 
-func (s stager) exhausted(ctx context.Context, d events.Delivery, cause error) {
+func (s *stager) exhausted(ctx context.Context, d events.Delivery, cause error) {
 	_, err := s.deps.Store.Decide(ctx, d.Event.JobID, func(st events.State) ([]events.Event, error) {
-		if st.Status.Terminal() {
+		now := s.deps.Now()
+		switch {
+		case st.Status == events.StatusStagingOut && st.StagedOut == nil:
+			return one(st.JobID, events.StagedOut, st.Cluster, now, events.StagedOutData{
+				Reason: "stage-out failed on every delivery: " + cause.Error()})
+		case st.Status.Terminal(), st.Status == events.StatusStagingOut:
 			return nil, nil
 		}
-		e, err := events.New(st.JobID, events.Failed, "", s.deps.Now(), events.EndData{
-			ExitCode: st.ExitCode, Reason: "staging failed on every attempt: " + cause.Error()})
-		return []events.Event{e}, err
+		return one(st.JobID, events.Failed, "", now, events.EndData{
+			ExitCode: st.ExitCode, Reason: "staging failed on every delivery: " + cause.Error()})
 	})
 	if err != nil {
 		s.deps.Logger.Error("recording exhausted staging", "job", d.Event.JobID, "err", err)

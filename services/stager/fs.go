@@ -1,0 +1,159 @@
+package stager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/gridwire/gridwire/events"
+)
+
+// endpoint is one end of a copy: a job's working directory or a remote store. Names are
+// slash-separated; for a working directory they are relative to it and already checked
+// by localName.
+type endpoint interface {
+	// open reads a file; size is -1 when unknown.
+	open(ctx context.Context, name string) (r io.ReadCloser, size int64, err error)
+	// put creates or replaces a file with r's content, making parent directories.
+	put(ctx context.Context, name string, r io.Reader, size int64) error
+	// list names every file under dir, relative to it, slash-separated and sorted.
+	list(ctx context.Context, dir string) ([]string, error)
+}
+
+// workDir is a job's working directory on its target.
+type workDir interface {
+	endpoint
+	// create makes the working directory (and gridwire's control directory) if missing.
+	create(ctx context.Context) error
+	// removeAll deletes a name (a file or a whole directory); a missing name is no error.
+	removeAll(ctx context.Context, name string) error
+	io.Closer
+}
+
+// osFS adapts package os to linkReader.
+type osFS struct{}
+
+func (osFS) Lstat(name string) (fs.FileInfo, error) { return os.Lstat(name) }
+func (osFS) ReadLink(name string) (string, error)   { return os.Readlink(name) }
+
+// localDir is a working directory on the gateway's own disk (a fork cluster). Every
+// operation goes through an os.Root, which refuses names that escape it even if a
+// symlink appears between the check and the use.
+type localDir struct {
+	dir  string
+	real string // dir with symlinks resolved, for confinement checks
+	root *os.Root
+}
+
+func openLocalDir(dir string) *localDir { return &localDir{dir: filepath.Clean(dir)} }
+
+func (l *localDir) create(ctx context.Context) error {
+	if l.root != nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Join(l.dir, filepath.FromSlash(controlDir())), 0o755); err != nil {
+		return fmt.Errorf("making working directory: %w", err)
+	}
+	real, err := filepath.EvalSymlinks(l.dir)
+	if err != nil {
+		return fmt.Errorf("resolving working directory: %w", err)
+	}
+	root, err := os.OpenRoot(l.dir)
+	if err != nil {
+		return fmt.Errorf("opening working directory: %w", err)
+	}
+	l.real, l.root = filepath.ToSlash(real), root
+	return nil
+}
+
+func (l *localDir) check(ctx context.Context, name string) error {
+	if err := l.create(ctx); err != nil {
+		return err
+	}
+	return confine(osFS{}, l.real, name)
+}
+
+func (l *localDir) open(ctx context.Context, name string) (io.ReadCloser, int64, error) {
+	if err := l.check(ctx, name); err != nil {
+		return nil, 0, err
+	}
+	f, err := l.root.Open(filepath.FromSlash(name))
+	if err != nil {
+		return nil, 0, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, 0, fmt.Errorf("%s is not a regular file", name)
+	}
+	return f, fi.Size(), nil
+}
+
+func (l *localDir) put(ctx context.Context, name string, r io.Reader, size int64) error {
+	if err := l.check(ctx, name); err != nil {
+		return err
+	}
+	name = filepath.FromSlash(name)
+	if dir := filepath.Dir(name); dir != "." {
+		if err := l.root.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	f, err := l.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, r)
+	return errors.Join(err, f.Close())
+}
+
+func (l *localDir) list(ctx context.Context, dir string) ([]string, error) {
+	if err := l.check(ctx, dir); err != nil {
+		return nil, err
+	}
+	return walkFS(l.root.FS(), dir)
+}
+
+func (l *localDir) removeAll(ctx context.Context, name string) error {
+	if err := l.check(ctx, name); err != nil {
+		return err
+	}
+	return l.root.RemoveAll(filepath.FromSlash(name))
+}
+
+func (l *localDir) Close() error {
+	if l.root == nil {
+		return nil
+	}
+	err := l.root.Close()
+	l.root = nil
+	return err
+}
+
+// walkFS lists the files under dir (regular files and symlinks, which open checks).
+func walkFS(fsys fs.FS, dir string) ([]string, error) {
+	var names []string
+	err := fs.WalkDir(fsys, dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			names = append(names, strings.TrimPrefix(p, dir+"/"))
+		}
+		return nil
+	})
+	sort.Strings(names)
+	return names, err
+}
+
+func controlDir() string { return events.ControlDir }

@@ -1,0 +1,196 @@
+package stager
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/gridwire/gridwire/pkg/sshx"
+	"github.com/pkg/sftp"
+)
+
+// sshTarget is a host and how to log in to it.
+type sshTarget struct {
+	host                       string // host[:port]
+	user, identity, knownHosts string
+}
+
+type sshLogin struct{ user, identity, knownHosts string }
+
+// sshPools keeps one sshx.Pool per login, so connections are shared by every transfer.
+type sshPools struct {
+	logger *slog.Logger
+	mu     sync.Mutex
+	pools  map[sshLogin]*sshx.Pool
+}
+
+func newSSHPools(logger *slog.Logger) *sshPools {
+	return &sshPools{logger: logger, pools: map[sshLogin]*sshx.Pool{}}
+}
+
+// sftp returns the shared SFTP client of the target's connection (not to be closed).
+func (p *sshPools) sftp(ctx context.Context, t sshTarget) (*sftp.Client, error) {
+	pool, err := p.pool(sshLogin{t.user, t.identity, t.knownHosts})
+	if err != nil {
+		return nil, err
+	}
+	c, err := pool.Client(ctx, t.host)
+	if err != nil {
+		return nil, err
+	}
+	return c.SFTP(ctx)
+}
+
+func (p *sshPools) pool(l sshLogin) (*sshx.Pool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pool, ok := p.pools[l]; ok {
+		return pool, nil
+	}
+	cfg := sshx.Config{User: l.user, KnownHostsFile: l.knownHosts, UseAgent: l.identity == ""}
+	if l.identity != "" {
+		cfg.IdentityFiles = []string{l.identity}
+	}
+	pool, err := sshx.NewPool(cfg, p.logger)
+	if err != nil {
+		return nil, err
+	}
+	p.pools[l] = pool
+	return pool, nil
+}
+
+// Close closes every pool.
+func (p *sshPools) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var errs []error
+	for l, pool := range p.pools {
+		errs = append(errs, pool.Close())
+		delete(p.pools, l)
+	}
+	return errors.Join(errs...)
+}
+
+// sftpFS is a file tree on an SSH host. With a root it is a job's working directory
+// there (names relative and confined to it); without, names are absolute (sftp URLs).
+type sftpFS struct {
+	c    *sftp.Client
+	root string
+	real string // root with symlinks resolved
+}
+
+// readBuffer is how much an SFTP download asks for at once: pkg/sftp splits a large
+// read into concurrent requests, which is what makes it fast.
+const readBuffer = 1 << 20
+
+func (s *sftpFS) abs(name string) (string, error) {
+	if s.root == "" {
+		return name, nil
+	}
+	if s.real == "" {
+		if err := s.create(context.Background()); err != nil {
+			return "", err
+		}
+	}
+	if err := confine(s.c, s.real, name); err != nil {
+		return "", err
+	}
+	return path.Join(s.root, name), nil
+}
+
+func (s *sftpFS) create(ctx context.Context) error {
+	if s.real != "" {
+		return nil
+	}
+	if err := s.c.MkdirAll(path.Join(s.root, controlDir())); err != nil {
+		return fmt.Errorf("making working directory %s: %w", s.root, err)
+	}
+	real, err := resolve(s.c, "/", s.root)
+	if err != nil {
+		return fmt.Errorf("resolving working directory %s: %w", s.root, err)
+	}
+	s.real = real
+	return nil
+}
+
+func (s *sftpFS) open(ctx context.Context, name string) (io.ReadCloser, int64, error) {
+	p, err := s.abs(name)
+	if err != nil {
+		return nil, 0, err
+	}
+	f, err := s.c.Open(p)
+	if err != nil {
+		return nil, 0, err
+	}
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, 0, errors.Join(err, fmt.Errorf("%s is not a regular file", name))
+	}
+	return readCloser{bufio.NewReaderSize(f, readBuffer), f}, fi.Size(), nil
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+func (s *sftpFS) put(ctx context.Context, name string, r io.Reader, size int64) error {
+	p, err := s.abs(name)
+	if err != nil {
+		return err
+	}
+	if err := s.c.MkdirAll(path.Dir(p)); err != nil {
+		return err
+	}
+	f, err := s.c.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+	if err != nil {
+		return err
+	}
+	_, err = f.ReadFromWithConcurrency(r, 0)
+	return errors.Join(err, f.Close())
+}
+
+func (s *sftpFS) list(ctx context.Context, dir string) ([]string, error) {
+	p, err := s.abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	p = strings.TrimSuffix(p, "/")
+	var names []string
+	w := s.c.Walk(p)
+	for w.Step() {
+		if err := w.Err(); err != nil {
+			return nil, err
+		}
+		if w.Stat().IsDir() {
+			continue
+		}
+		names = append(names, strings.TrimPrefix(w.Path(), p+"/"))
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+func (s *sftpFS) removeAll(ctx context.Context, name string) error {
+	p, err := s.abs(name)
+	if err != nil {
+		return err
+	}
+	if _, err := s.c.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return s.c.RemoveAll(p)
+}
+
+// Close does nothing: the SFTP client is the connection's, shared.
+func (s *sftpFS) Close() error { return nil }

@@ -1,0 +1,64 @@
+package stager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/cluster"
+)
+
+// ErrNoWorkDir means a job reached staging without a working directory.
+var ErrNoWorkDir = errors.New("stager: the job has no working directory")
+
+// workDir opens the job's working directory where the job runs: on this machine for
+// a fork cluster, over SFTP on the cluster's host for an ssh cluster.
+func (s *stager) workDir(ctx context.Context, st events.State) (workDir, error) {
+	if st.Incarnation == nil || st.Incarnation.WorkDir == "" {
+		return nil, fmt.Errorf("job %s: %w", st.JobID, ErrNoWorkDir)
+	}
+	dir := st.Incarnation.WorkDir
+	cl, ok := s.cfg.Clusters.Find(st.Cluster)
+	switch {
+	case !ok && len(s.cfg.Clusters.Clusters) > 0:
+		return nil, fmt.Errorf("job %s: cluster %q is not in the stager's config", st.JobID, st.Cluster)
+	case !ok, cl.Kind == cluster.KindFork:
+		return openLocalDir(dir), nil
+	}
+	host := cl.Hosts[0]
+	if slices.Contains(cl.Hosts, st.Host) {
+		host = st.Host
+	}
+	c, err := s.ssh.sftp(ctx, sshTarget{host: host, user: cl.User, identity: cl.Identity, knownHosts: cl.KnownHosts})
+	if err != nil {
+		return nil, fmt.Errorf("job %s: reaching working directory on %s: %w", st.JobID, host, err)
+	}
+	return &sftpFS{c: c, root: dir}, nil
+}
+
+// remoteEndpoint is the store a remote name lives in and the name within it.
+func (s *stager) remoteEndpoint(ctx context.Context, r remote) (endpoint, string, func(), error) {
+	nop := func() {}
+	u := r.url
+	switch u.Scheme {
+	case SchemeFile:
+		return hostFS{roots: s.cfg.FileRoots}, u.Path, nop, nil
+	case SchemeHTTP, SchemeHTTPS:
+		return s.http, u.String(), nop, nil
+	case SchemeUpload:
+		return objectEndpoint{js: s.deps.JS}, objectName(u), nop, nil
+	case SchemeSFTP, SchemeSCP:
+		t := sshTarget{host: u.Host, user: s.cfg.SSH.User, identity: s.cfg.SSH.Identity, knownHosts: s.cfg.SSH.KnownHosts}
+		if u.User != nil && u.User.Username() != "" {
+			t.user = u.User.Username()
+		}
+		c, err := s.ssh.sftp(ctx, t)
+		if err != nil {
+			return nil, "", nop, err
+		}
+		return &sftpFS{c: c}, u.Path, nop, nil
+	}
+	return nil, "", nop, fmt.Errorf("%w: %q", ErrScheme, u.Scheme)
+}

@@ -1,0 +1,213 @@
+package stager
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/gridwire/gridwire/events"
+)
+
+// URL schemes the stager moves files with. SchemeSCP is an alias of SchemeSFTP.
+const (
+	SchemeFile   = "file"
+	SchemeHTTP   = "http"
+	SchemeHTTPS  = "https"
+	SchemeSFTP   = "sftp"
+	SchemeSCP    = "scp"
+	SchemeUpload = "gridwire-upload" // an object in UploadBucket, uploaded with the job
+)
+
+// Schemes lists every supported scheme, in the order error messages name them.
+var schemes = []string{SchemeFile, SchemeHTTP, SchemeHTTPS, SchemeSFTP, SchemeSCP, SchemeUpload}
+
+// Schemes returns the supported URL schemes.
+func Schemes() []string { return append([]string(nil), schemes...) }
+
+// Errors a job's staging lists can be refused with, at submission or when staging.
+var (
+	ErrScheme    = errors.New("stager: unsupported URL scheme")
+	ErrLocalName = errors.New("stager: local name leaves the working directory")
+	ErrRemote    = errors.New("stager: bad remote name")
+)
+
+// remote is a resolved remote name: a parsed URL, or an absolute path on the gateway.
+type remote struct {
+	raw string   // as the job gave it, after default_storage_base
+	url *url.URL // scheme lower-cased; file URLs and plain paths have Scheme "file"
+	dir bool     // the name ends in '/'
+}
+
+// resolveRemote turns a job's remote name into a URL: a URL as it is, a plain path
+// against default_storage_base, an absolute plain path as a file on the gateway.
+func resolveRemote(name, base string) (remote, error) {
+	if name == "" {
+		return remote{}, fmt.Errorf("%w: empty", ErrRemote)
+	}
+	raw := name
+	if !hasScheme(name) {
+		switch {
+		case base != "":
+			raw = joinBase(base, name)
+		case strings.HasPrefix(name, "/"):
+			raw = "file://" + name
+		default:
+			return remote{}, fmt.Errorf("%w: %q is a relative path and the job has no default_storage_base", ErrRemote, name)
+		}
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return remote{}, fmt.Errorf("%w: %q: %v", ErrRemote, name, err)
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	if !supported(u.Scheme) {
+		return remote{}, fmt.Errorf("%w: %q in %q; supported: %s", ErrScheme, u.Scheme, name, strings.Join(schemes, ", "))
+	}
+	if err := checkURL(u); err != nil {
+		return remote{}, fmt.Errorf("%w: %q: %v", ErrRemote, name, err)
+	}
+	return remote{raw: raw, url: u, dir: strings.HasSuffix(raw, "/")}, nil
+}
+
+func checkURL(u *url.URL) error {
+	switch u.Scheme {
+	case SchemeFile:
+		if u.Host != "" && u.Host != "localhost" {
+			return fmt.Errorf("file URL names host %q; only local files are file URLs", u.Host)
+		}
+		if !path.IsAbs(u.Path) {
+			return errors.New("file URL needs an absolute path")
+		}
+	case SchemeHTTP, SchemeHTTPS, SchemeSFTP, SchemeSCP:
+		if u.Hostname() == "" {
+			return errors.New("no host")
+		}
+	case SchemeUpload:
+		if objectName(u) == "" {
+			return errors.New("no object name")
+		}
+	}
+	return nil
+}
+
+// hasScheme reports whether s starts with "scheme:" in RFC 3986's sense (two or more
+// characters, so a Windows drive letter is not a scheme).
+func hasScheme(s string) bool {
+	i := strings.Index(s, ":")
+	if i < 2 {
+		return false
+	}
+	for j, c := range s[:i] {
+		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		if !letter && (j == 0 || !(c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.')) {
+			return false
+		}
+	}
+	return true
+}
+
+func joinBase(base, name string) string {
+	return strings.TrimSuffix(base, "/") + "/" + strings.TrimPrefix(name, "/")
+}
+
+func supported(scheme string) bool {
+	for _, s := range schemes {
+		if s == scheme {
+			return true
+		}
+	}
+	return false
+}
+
+// localName checks a name in the job's working directory: relative, not leaving it,
+// and not in gridwire's own control directory. It returns the cleaned name.
+func localName(name string) (string, error) {
+	if name == "" {
+		return "", fmt.Errorf("%w: empty", ErrLocalName)
+	}
+	clean := filepath.Clean(filepath.FromSlash(name))
+	if !filepath.IsLocal(clean) {
+		return "", fmt.Errorf("%w: %q must be a relative path without '..'", ErrLocalName, name)
+	}
+	if clean == events.ControlDir || strings.HasPrefix(clean, events.ControlDir+string(filepath.Separator)) {
+		return "", fmt.Errorf("%w: %q is inside gridwire's control directory %s", ErrLocalName, name, events.ControlDir)
+	}
+	return filepath.ToSlash(clean), nil
+}
+
+// CheckURLs refuses a job whose staging names cannot be staged: unsupported schemes (the
+// message lists the supported ones), relative remote paths with no default_storage_base,
+// and local names that leave the working directory. Ingest calls it at submission.
+func CheckURLs(job events.Job) error {
+	var errs []error
+	check := func(field string, err error) {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", field, err))
+		}
+	}
+	base := job.DefaultStorageBase
+	if base != "" {
+		if _, err := resolveRemote(base+"/", ""); err != nil {
+			check("default_storage_base", err)
+		}
+	}
+	for i, f := range job.StageIn {
+		field := fmt.Sprintf("stage_in[%d]", i)
+		r, err := resolveRemote(f.From, base)
+		check(field+".from", err)
+		if err == nil && (r.dir || f.Directory) && !listable(r.url.Scheme) {
+			check(field+".from", fmt.Errorf("%w: %q: a %s directory cannot be listed", ErrRemote, f.From, r.url.Scheme))
+		}
+		_, err = localName(f.To)
+		check(field+".to", err)
+	}
+	for i, f := range job.StageOut {
+		field := fmt.Sprintf("stage_out[%d]", i)
+		_, err := localName(f.From)
+		check(field+".from", err)
+		_, err = resolveRemote(f.To, base)
+		check(field+".to", err)
+		check(field+".when", checkWhen(f.When))
+	}
+	if job.Stdin != "" {
+		_, err := resolveRemote(job.Stdin, base)
+		check("stdin", err)
+	}
+	for i, s := range job.Stdout {
+		_, err := resolveRemote(s, base)
+		check(fmt.Sprintf("stdout[%d]", i), err)
+	}
+	for i, s := range job.Stderr {
+		_, err := resolveRemote(s, base)
+		check(fmt.Sprintf("stderr[%d]", i), err)
+	}
+	for i, c := range job.Cleanup {
+		_, err := localName(c)
+		check(fmt.Sprintf("cleanup[%d]", i), err)
+	}
+	if job.MaxTransferAttempts < 0 {
+		check("max_transfer_attempts", fmt.Errorf("%w: %d < 0", ErrRemote, job.MaxTransferAttempts))
+	}
+	return errors.Join(errs...)
+}
+
+// When values of FileCopy.When.
+const (
+	WhenAlways  = "always"
+	WhenSuccess = "success"
+	WhenFailure = "failure"
+)
+
+func checkWhen(w string) error {
+	switch w {
+	case "", WhenAlways, WhenSuccess, WhenFailure:
+		return nil
+	}
+	return fmt.Errorf("%w: when %q is not always, success or failure", ErrRemote, w)
+}
+
+// listable reports whether a scheme can list a directory for stage-in.
+func listable(scheme string) bool { return scheme != SchemeHTTP && scheme != SchemeHTTPS }
