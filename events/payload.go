@@ -15,6 +15,22 @@ type IncarnatedData struct {
 	Scripts     map[string]Script `json:"scripts"`      // by template name: START, ABORT, ...
 	// NativeIDPattern extracts the native ID from START's output (first group).
 	NativeIDPattern string `json:"native_id_pattern,omitempty"`
+	// StatusPattern is applied to each line of GET_JOB_STATUS's output; its named groups
+	// "id" and "state" give a native ID and that job's native state.
+	StatusPattern string `json:"status_pattern,omitempty"`
+	// NativeStates maps native states to canonical ones: QUEUED, RUNNING, HELD, or ENDED
+	// (the job left the LRMS; its exit status file says how it ended).
+	NativeStates map[string]string `json:"native_states,omitempty"`
+	// AbsentState is the canonical state of a native ID missing from GET_JOB_STATUS's
+	// output (usually ENDED).
+	AbsentState string `json:"absent_state,omitempty"`
+	// StaticScripts are the profile's static scripts the Scripts run, by file name: each
+	// Body is written once per target at Location (in BIN storage, the path keyed by its
+	// SHA256) with mode 0700 before any script that uses it runs.
+	StaticScripts map[string]Script `json:"static_scripts,omitempty"`
+	// Substituted holds the job's values after {taskid}, {queue} and {lrms} substitution,
+	// by field (executable, arguments.N, environment.NAME, directory), where they changed.
+	Substituted map[string]string `json:"substituted,omitempty"`
 }
 
 // Script is one rendered template.
