@@ -182,3 +182,5 @@ func statDir(p string) (bool, error) {
 	}
 	return fi.IsDir(), nil
 }
+
+func nowFunc() time.Time { return time.Now() }
