@@ -71,6 +71,11 @@ type SystemInfo struct {
 	RAMSize           int64      `yaml:"ram_size,omitempty"`
 	VirtualSize       int64      `yaml:"virtual_size,omitempty"`
 	Software          []Software `yaml:"software,omitempty"`
+	// Attributes are further resource attributes by name, for requirements with no
+	// field above (JRDL's ram_available, storage_available, free_cpu, availability_1min,
+	// availability_5min, availability_15min, scheduling_plugin, cpus; DDS's gpus; ...).
+	// Numeric values are lower bounds a job's requirement must not exceed.
+	Attributes map[string]string `yaml:"attributes,omitempty"`
 }
 
 // Software is one installed package.
