@@ -1,16 +1,32 @@
 package ingest
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/services/ingest/dds"
+	"github.com/gridwire/gridwire/services/ingest/internal/diag"
+	"github.com/gridwire/gridwire/services/ingest/internal/tree"
+	"github.com/gridwire/gridwire/services/ingest/internal/xmltree"
+	"github.com/gridwire/gridwire/services/ingest/jrdl"
+	"github.com/gridwire/gridwire/services/ingest/taskdesc"
 )
+
+// Format names, as ParseOptions.Format and Original.Format spell them.
+const (
+	FormatV3JSON = "v3-json"
+	FormatV3YAML = "v3-yaml"
+	FormatJRDL   = "jrdl"
+	FormatDDS    = "dds"
+)
+
+// Formats lists every format Parse reads.
+var Formats = []string{FormatV3JSON, FormatV3YAML, FormatJRDL, FormatDDS}
 
 // ParseOptions say how to read one document.
 type ParseOptions struct {
@@ -48,47 +64,98 @@ func (e *ParseError) Error() string {
 // Unwrap makes errors.Is(err, ErrInvalid) hold.
 func (e *ParseError) Unwrap() error { return ErrInvalid }
 
-// Parse reads one document into canonical jobs, without IDs (Submit assigns them; a
-// parent record, when there is one, comes first and its children name it by index).
-// It appends nothing and touches no state.
+// Parse reads one document into canonical jobs, without IDs (the caller assigns them).
+// A document that makes several jobs (a JRDL document with several jobs or with
+// subjobs, any DDS topology) yields a parent record first (Kind events.KindGroup, holding
+// Original.Bytes) and then its children in document order, each with Original.Index its
+// position in the returned slice and Parent left for the caller to fill. A document that
+// makes one job yields that job alone, holding Original.Bytes.
 //
-// This is the foundation's minimum: a v3 task description in JSON. The ingest issue
-// replaces it with every language of the specs.
-func Parse(file string, data []byte, opts ParseOptions) ([]events.Job, error) {
-	var doc struct {
-		Version     int               `json:"version"`
-		Description string            `json:"description"`
-		Executable  string            `json:"executable"`
-		Arguments   []string          `json:"arguments"`
-		Environment map[string]string `json:"environment"`
+// Every problem found is returned in one *ParseError. Parse appends nothing, touches no
+// state, and returns the same jobs for the same input.
+func Parse(file string, data []byte, opts ParseOptions) (jobs []events.Job, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			jobs, err = nil, single(file, "(document)", fmt.Sprintf("the reader failed on this input (%v); please report it", r))
+		}
+	}()
+	if len(data) > MaxDocumentBytes {
+		return nil, single(file, "(document)", fmt.Sprintf("is %d bytes, more than the limit of %d", len(data), MaxDocumentBytes))
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&doc); err != nil {
-		return nil, &ParseError{[]Problem{{File: file, Line: 1, Col: 1, Field: "(document)", What: err.Error()}}}
-	}
-	if doc.Executable == "" {
-		return nil, &ParseError{[]Problem{{File: file, Line: 1, Col: 1, Field: "executable", What: "missing"}}}
-	}
-	j := events.Job{Name: doc.Description, Executable: doc.Executable, Arguments: doc.Arguments}
-	for _, k := range sortedKeys(doc.Environment) {
-		j.Environment = append(j.Environment, events.EnvVar{Name: strings.ToUpper(k), Value: doc.Environment[k]})
-	}
-	sum := sha256.Sum256(data)
-	j.Original = events.Original{Format: "v3-json", ContentType: opts.ContentType, File: file,
-		SHA256: hex.EncodeToString(sum[:]), Bytes: data}
-	return []events.Job{j}, nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	for i := 1; i < len(keys); i++ {
-		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
+	format := opts.Format
+	if format == "" {
+		if format, err = Detect(data, opts.ContentType); err != nil {
+			return nil, single(file, "(format)", err.Error())
 		}
 	}
-	return keys
+	jobs, problems := parseAs(format, data)
+	if problems != nil {
+		return nil, withFile(file, problems)
+	}
+	stamp(jobs, file, data, format, opts.ContentType)
+	return jobs, nil
+}
+
+func parseAs(format string, data []byte) ([]events.Job, []diag.Problem) {
+	switch format {
+	case FormatV3JSON, FormatV3YAML:
+		read := tree.ParseJSON
+		if format == FormatV3YAML {
+			read = tree.ParseYAML
+		}
+		root, err := read(data)
+		if err != nil {
+			var se *tree.SyntaxError
+			errors.As(err, &se)
+			return nil, []diag.Problem{{Line: se.Line, Col: se.Col, Field: "(syntax)", What: se.What}}
+		}
+		job, problems := taskdesc.Decode(root)
+		if problems != nil {
+			return nil, problems
+		}
+		return []events.Job{job}, nil
+	case FormatJRDL, FormatDDS:
+		root, err := xmltree.Parse(data)
+		if err != nil {
+			var se *xmltree.SyntaxError
+			errors.As(err, &se)
+			return nil, []diag.Problem{{Line: se.Line, Col: se.Col, Field: "(syntax)", What: se.What}}
+		}
+		if format == FormatJRDL {
+			return jrdl.Decode(root)
+		}
+		return dds.Decode(root)
+	}
+	return nil, []diag.Problem{{Line: 1, Col: 1, Field: "(format)",
+		What: fmt.Sprintf("unknown format %q (one of %s)", format, strings.Join(Formats, ", "))}}
+}
+
+// stamp records the original document on the first job and its place on every other.
+func stamp(jobs []events.Job, file string, data []byte, format, contentType string) {
+	sum := sha256.Sum256(data)
+	digest := hex.EncodeToString(sum[:])
+	for i := range jobs {
+		o := &jobs[i].Original
+		o.Format, o.ContentType, o.File, o.SHA256 = format, contentType, file, digest
+		if i == 0 {
+			o.Bytes = append([]byte(nil), data...)
+		} else {
+			o.Index = i
+		}
+	}
+}
+
+func single(file, field, what string) *ParseError {
+	return &ParseError{[]Problem{{File: file, Line: 1, Col: 1, Field: field, What: what}}}
+}
+
+func withFile(file string, problems []diag.Problem) *ParseError {
+	out := make([]Problem, len(problems))
+	for i, p := range problems {
+		out[i] = Problem{File: file, Line: p.Line, Col: p.Col, Field: p.Field, What: p.What}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		return out[i].Line < out[j].Line || out[i].Line == out[j].Line && out[i].Col < out[j].Col
+	})
+	return &ParseError{out}
 }

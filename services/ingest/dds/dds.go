@@ -1,0 +1,215 @@
+// Package dds reads GSI DDS topologies (specs/002, and the grown language of DDS's own
+// topology.xsd in corpus/dds) and expands them into the task instances DDS would start,
+// as canonical jobs: one parent record for the topology, then one job per instance with
+// its runtime task path, task and collection indices, %taskIndex%/%collectionIndex%
+// resolved in its executable, and the DDS_* environment. It validates every reference
+// and uniqueness rule; it does not run tasks, propagate properties or act on triggers.
+package dds
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/services/ingest/internal/diag"
+	"github.com/gridwire/gridwire/services/ingest/internal/xmltree"
+)
+
+// MaxInstances bounds the task instances one topology may expand into; a larger one is
+// refused before anything is expanded.
+const MaxInstances = 200_000
+
+// SessionPlaceholder is the value of DDS_SESSION_ID: the session is the topology's
+// submission, so the target fills in the parent record's ID (Job.Substitutions names
+// "session").
+const SessionPlaceholder = "{session}"
+
+var idPattern = regexp.MustCompile(`^[a-zA-Z0-9#@~_-]{1,128}$`)
+
+// topology is a validated declaration part plus the main group.
+type topology struct {
+	name         string
+	vars         map[string]string
+	varOrder     []string
+	properties   map[string]property
+	assets       map[string]events.DDSAsset
+	requirements map[string]events.DDSRequirement
+	triggers     map[string]events.DDSTrigger
+	tasks        map[string]*task
+	collections  map[string]*collection
+	main         group
+	mainName     string
+}
+
+type property struct {
+	name, scope string
+}
+
+type task struct {
+	name         string
+	exe          string
+	exeReachable bool
+	env          string
+	envReachable bool
+	requirements []events.DDSRequirement
+	properties   []events.DDSProperty
+	triggers     []events.DDSTrigger
+	assets       []events.DDSAsset
+	line, col    int
+	// words is exe split into words once; instances only resolve the index tags.
+	words []string
+}
+
+type collection struct {
+	name         string
+	requirements []events.DDSRequirement
+	tasks        []string // one entry per instance in the collection (counted entries repeated)
+	line, col    int
+}
+
+// group is main or a group in main: its multiplication factor and members in order.
+type group struct {
+	name    string
+	n       int
+	members []member
+}
+
+type member struct {
+	kind  string // task, collection, group
+	name  string
+	group *group
+	line  int
+	col   int
+}
+
+// Decode validates a <topology> and expands it: a parent record, then every instance.
+func Decode(root *xmltree.Element) ([]events.Job, []diag.Problem) {
+	d := &decoder{}
+	topo := d.topology(root)
+	if !d.list.Empty() {
+		return nil, d.list.Problems
+	}
+	total := topo.count()
+	if total > MaxInstances {
+		d.list.Addf(root.Line, root.Col, "topology", "expands to %d task instances, more than the limit of %d", total, MaxInstances)
+		return nil, d.list.Problems
+	}
+	if total == 0 {
+		d.list.Add(root.Line, root.Col, "topology/main", "starts no task")
+		return nil, d.list.Problems
+	}
+	jobs := make([]events.Job, 1, total+1)
+	jobs[0] = events.Job{Kind: events.KindGroup, Name: topo.name,
+		DDS: &events.DDSContext{Topology: topo.name, CollectionIndex: -1, Vars: topo.vars}}
+	return expand(topo, jobs), nil
+}
+
+type decoder struct {
+	list diag.List
+}
+
+func (d *decoder) id(el *xmltree.Element, path, attr string) (string, bool) {
+	v, ok := el.Attr(attr)
+	if !ok {
+		d.list.Addf(el.Line, el.Col, path, "attribute %s is missing", attr)
+		return "", false
+	}
+	if !idPattern.MatchString(v) {
+		d.list.Addf(el.Line, el.Col, path, "%s %q must be 1 to 128 of a-z A-Z 0-9 # @ ~ _ -", attr, v)
+		return "", false
+	}
+	return v, true
+}
+
+func (d *decoder) attrs(el *xmltree.Element, path string, allowed ...string) {
+	for _, a := range el.Attrs {
+		if a.Space == "xmlns" || a.Name == "xmlns" && a.Space == "" || a.Space == "http://www.w3.org/2001/XMLSchema-instance" {
+			continue
+		}
+		known := false
+		for _, n := range allowed {
+			known = known || a.Space == "" && a.Name == n
+		}
+		if !known {
+			d.list.Addf(el.Line, el.Col, path, "unknown attribute %s", a.Name)
+		}
+	}
+}
+
+func (d *decoder) noText(el *xmltree.Element, path string) {
+	if strings.TrimSpace(el.Text) != "" {
+		d.list.Add(el.Line, el.Col, path, "holds text where only elements are allowed")
+	}
+}
+
+func (d *decoder) leaf(el *xmltree.Element, path string) {
+	for _, c := range el.Children {
+		d.list.Addf(c.Line, c.Col, path+"/"+c.Name, "unknown element (<%s> holds text only)", el.Name)
+	}
+}
+
+// text reads a text-only element's trimmed content.
+func (d *decoder) text(el *xmltree.Element, path string) string {
+	d.leaf(el, path)
+	return strings.TrimSpace(el.Text)
+}
+
+func (d *decoder) boolean(el *xmltree.Element, path, attr string, def bool) bool {
+	v, ok := el.Attr(attr)
+	if !ok {
+		return def
+	}
+	switch strings.TrimSpace(v) {
+	case "true", "1":
+		return true
+	case "false", "0":
+		return false
+	}
+	d.list.Addf(el.Line, el.Col, path, "%s %q must be true or false", attr, v)
+	return def
+}
+
+func (d *decoder) oneOf(el *xmltree.Element, path, attr string, required bool, def string, choices ...string) string {
+	v, ok := el.Attr(attr)
+	if !ok {
+		if required {
+			d.list.Addf(el.Line, el.Col, path, "attribute %s is missing", attr)
+		}
+		return def
+	}
+	for _, c := range choices {
+		if v == c {
+			return v
+		}
+	}
+	d.list.Addf(el.Line, el.Col, path, "%s %q must be one of %s", attr, v, strings.Join(choices, ", "))
+	return def
+}
+
+// count returns the number of instances DDS would start.
+func (t *topology) count() int64 {
+	var total int64
+	var visit func(g *group) int64
+	visit = func(g *group) int64 {
+		var per int64
+		for _, m := range g.members {
+			switch m.kind {
+			case "task":
+				per++
+			case "collection":
+				per += int64(len(t.collections[m.name].tasks))
+			case "group":
+				per += visit(m.group)
+			}
+			if per > MaxInstances {
+				return per
+			}
+		}
+		return per * int64(g.n)
+	}
+	total = visit(&t.main)
+	return total
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

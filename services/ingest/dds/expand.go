@@ -1,0 +1,166 @@
+package dds
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/gridwire/gridwire/events"
+)
+
+// expander walks main the way DDS does (CTopoCore::FillIdToTopoElementMap): every group
+// n times in order, a counter per static path giving each task and collection instance
+// its index, and tasks of a collection numbered within their collection instance.
+type expander struct {
+	t        *topology
+	jobs     []events.Job
+	counters map[string]int
+}
+
+func expand(t *topology, jobs []events.Job) []events.Job {
+	e := &expander{t: t, jobs: jobs, counters: map[string]int{}}
+	e.group(&t.main, t.mainName)
+	return e.jobs
+}
+
+func (e *expander) group(g *group, path string) {
+	for i := 0; i < g.n; i++ {
+		for _, m := range g.members {
+			switch m.kind {
+			case "task":
+				e.task(e.t.tasks[m.name], path+"/"+m.name, g.name, nil, "", -1)
+			case "collection":
+				e.collection(e.t.collections[m.name], path+"/"+m.name, g.name)
+			case "group":
+				e.group(m.group, path+"/"+m.group.name)
+			}
+		}
+	}
+}
+
+func (e *expander) collection(c *collection, static, groupName string) {
+	index := e.counters[static]
+	e.counters[static] = index + 1
+	cpath := static + "_" + strconv.Itoa(index)
+	for _, name := range c.tasks {
+		e.task(e.t.tasks[name], cpath+"/"+name, groupName, c, cpath, index)
+	}
+}
+
+func (e *expander) task(tk *task, static, groupName string, c *collection, cpath string, cindex int) {
+	index := e.counters[static]
+	e.counters[static] = index + 1
+	taskPath := static + "_" + strconv.Itoa(index)
+	ti := strconv.Itoa(index)
+	ci := ""
+	if c != nil {
+		ci = strconv.Itoa(cindex)
+	}
+	ctx := &events.DDSContext{Topology: e.t.name, TaskPath: taskPath, TaskIndex: index, CollectionIndex: cindex,
+		TaskName: tk.name, GroupName: groupName, CollectionPath: cpath,
+		Exe: resolveTags(tk.exe, ti, ci), ExeReachable: tk.exeReachable,
+		EnvScript: tk.env, EnvReachable: tk.envReachable, Properties: tk.properties,
+		Requirements: tk.requirements, Triggers: tk.triggers, Assets: tk.assets}
+	env := make([]events.EnvVar, 0, 7)
+	env = append(env, events.EnvVar{Name: "DDS_TASK_PATH", Value: taskPath},
+		events.EnvVar{Name: "DDS_GROUP_NAME", Value: groupName})
+	if c != nil {
+		ctx.CollectionName = c.name
+		if len(c.requirements) > 0 {
+			ctx.Requirements = c.requirements
+		}
+		env = append(env, events.EnvVar{Name: "DDS_COLLECTION_NAME", Value: c.name})
+	}
+	env = append(env, events.EnvVar{Name: "DDS_TASK_NAME", Value: tk.name},
+		events.EnvVar{Name: "DDS_TASK_INDEX", Value: ti})
+	if c != nil {
+		env = append(env, events.EnvVar{Name: "DDS_COLLECTION_INDEX", Value: ci})
+	}
+	env = append(env, events.EnvVar{Name: "DDS_SESSION_ID", Value: SessionPlaceholder})
+	args := make([]string, len(tk.words)-1)
+	for i, w := range tk.words[1:] {
+		args[i] = resolveTags(w, ti, ci)
+	}
+	e.jobs = append(e.jobs, events.Job{Name: taskPath, Executable: resolveTags(tk.words[0], ti, ci),
+		Arguments: args, Environment: env, DDS: ctx, Substitutions: sessionOnly,
+		Original: events.Original{Path: taskPath}})
+}
+
+var sessionOnly = []string{"session"}
+
+// resolveTags replaces %taskIndex% and, inside a collection, %collectionIndex%. Outside
+// a collection DDS leaves %collectionIndex% as written, and so does this.
+func resolveTags(s, taskIndex, collectionIndex string) string {
+	if strings.IndexByte(s, '%') < 0 {
+		return s
+	}
+	s = strings.ReplaceAll(s, "%taskIndex%", taskIndex)
+	if collectionIndex != "" {
+		s = strings.ReplaceAll(s, "%collectionIndex%", collectionIndex)
+	}
+	return s
+}
+
+// splitWords splits an exe line into words as a POSIX shell would without expansion:
+// blanks separate, single quotes keep everything, double quotes keep all but \" \\ \$ \`,
+// a backslash outside quotes escapes the next character.
+func splitWords(s string) ([]string, error) {
+	var words []string
+	var b strings.Builder
+	inWord := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			if inWord {
+				words = append(words, b.String())
+				b.Reset()
+				inWord = false
+			}
+			continue
+		case c == '\'':
+			j := strings.IndexByte(s[i+1:], '\'')
+			if j < 0 {
+				return nil, errors.New("unterminated single quote")
+			}
+			b.WriteString(s[i+1 : i+1+j])
+			i += j + 1
+		case c == '"':
+			j, err := doubleQuoted(s, i+1, &b)
+			if err != nil {
+				return nil, err
+			}
+			i = j
+		case c == '\\' && i+1 < len(s):
+			i++
+			b.WriteByte(s[i])
+		default:
+			b.WriteByte(c)
+		}
+		inWord = true
+	}
+	if inWord {
+		words = append(words, b.String())
+	}
+	if len(words) == 0 {
+		return nil, errors.New("is empty")
+	}
+	return words, nil
+}
+
+// doubleQuoted copies a double-quoted run starting at i into b; it returns the index of
+// the closing quote.
+func doubleQuoted(s string, i int, b *strings.Builder) (int, error) {
+	for ; i < len(s); i++ {
+		c := s[i]
+		if c == '"' {
+			return i, nil
+		}
+		if c == '\\' && i+1 < len(s) && strings.IndexByte("\"\\$`", s[i+1]) >= 0 {
+			i++
+			c = s[i]
+		}
+		b.WriteByte(c)
+	}
+	return 0, errors.New("unterminated double quote")
+}

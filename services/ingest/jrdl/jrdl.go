@@ -1,0 +1,351 @@
+// Package jrdl reads MoreDream JRDL documents (specs/001, RSL2-based XML) into canonical
+// jobs: every job of a document, every subjob of a job (inheriting the job's attributes
+// and overriding them), substitutionDef/substitutionRef, and every job and resource
+// attribute of the spec. A substitutionRef to a reserved name without a definition (HOME,
+// JOBID, ...) is left as a {NAME} placeholder and listed in Job.Substitutions, since only
+// the target knows its value.
+package jrdl
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/services/ingest/internal/diag"
+	"github.com/gridwire/gridwire/services/ingest/internal/xmltree"
+)
+
+// Reserved are the substitution names a target defines (the spec's Table 1). CUR_DIR
+// is accepted beside the spec's spelling CUR_DIRL.
+var Reserved = []string{"HOME", "LOGNAME", "GLOBUS_LOCATION", "X509_CERT_DIR", "GLOBUS_HOST_CPUTYPE",
+	"GLOBUS_HOST_MANUFACTURER", "GLOBUS_HOST_OSNAME", "GLOBUS_HOST_OSVERSION", "GLOBUS_RMS_JOB_CONTACT",
+	"GLOBUSRUN_GASS_URL", "JOBID", "CUR_DIRL", "CUR_DIR"}
+
+// Decode turns a <jrdl> element into jobs: one job alone when the document holds one job
+// without subjobs; otherwise a parent record followed by every runnable job (a job
+// without subjobs, or each subjob of a job with them) in document order.
+func Decode(root *xmltree.Element) ([]events.Job, []diag.Problem) {
+	d := &decoder{defs: map[string]definition{}}
+	if root.Name != "jrdl" {
+		d.list.Addf(root.Line, root.Col, root.Name, "root element must be <jrdl>, not <%s>", root.Name)
+		return nil, d.list.Problems
+	}
+	d.plainAttrs(root, "jrdl")
+	var jobs []events.Job
+	nJob, subjobs := 0, false
+	for _, c := range root.Children {
+		switch c.Name {
+		case "substitutionDef":
+			d.define(c, "jrdl/substitutionDef", d.defs)
+		case "job":
+			made, hadSub := d.job(c, nJob)
+			jobs = append(jobs, made...)
+			subjobs = subjobs || hadSub
+			nJob++
+		default:
+			d.unknown(c, "jrdl")
+		}
+	}
+	if nJob == 0 {
+		d.list.Add(root.Line, root.Col, "jrdl", "holds no <job>")
+	}
+	if !d.list.Empty() {
+		return nil, d.list.Problems
+	}
+	if len(jobs) == 1 && !subjobs {
+		jobs[0].Original.Path = ""
+		return jobs, nil
+	}
+	parent := events.Job{Kind: events.KindGroup, Name: "jrdl"}
+	return append([]events.Job{parent}, jobs...), nil
+}
+
+type decoder struct {
+	list diag.List
+	defs map[string]definition // document-level substitution definitions
+}
+
+// definition is a substitutionDef's value and the reserved names left in it.
+type definition struct {
+	value    string
+	reserved map[string]bool
+}
+
+// scope is what a job element is read with: its substitutions and where it is.
+type scope struct {
+	defs     map[string]definition
+	path     string
+	reserved map[string]bool // reserved names referenced, for Job.Substitutions
+}
+
+func (d *decoder) job(el *xmltree.Element, index int) ([]events.Job, bool) {
+	path := "job[" + strconv.Itoa(index) + "]"
+	d.plainAttrs(el, path)
+	sc := &scope{defs: copyDefs(d.defs), path: path, reserved: map[string]bool{}}
+	base := events.Job{}
+	var subs []*xmltree.Element
+	for _, c := range el.Children {
+		switch c.Name {
+		case "subjob":
+			subs = append(subs, c)
+		case "substitutionDef":
+			d.define(c, path+"/substitutionDef", sc.defs)
+		default:
+			d.attribute(c, &base, sc, true)
+		}
+	}
+	d.checkTimes(el, &base, path)
+	if len(subs) == 0 {
+		base.Original.Path = path
+		base.Substitutions = reservedUsed(sc.reserved)
+		return []events.Job{base}, false
+	}
+	total := base.Count
+	out := make([]events.Job, 0, len(subs))
+	for k, s := range subs {
+		spath := path + "/subjob[" + strconv.Itoa(k) + "]"
+		d.plainAttrs(s, spath)
+		job := clone(base)
+		job.Coallocation = &events.Coallocation{Group: index, Size: len(subs), TotalCount: total}
+		if base.Coallocation != nil {
+			job.Coallocation.Contact, job.Coallocation.JobManager = base.Coallocation.Contact, base.Coallocation.JobManager
+		}
+		subScope := &scope{defs: sc.defs, path: spath, reserved: copySet(sc.reserved)}
+		for _, c := range s.Children {
+			if c.Name == "subjob" || c.Name == "substitutionDef" {
+				d.list.Addf(c.Line, c.Col, spath+"/"+c.Name, "not allowed inside <subjob>")
+				continue
+			}
+			d.attribute(c, &job, subScope, false)
+		}
+		d.checkTimes(s, &job, spath)
+		job.Original.Path = spath
+		job.Substitutions = reservedUsed(subScope.reserved)
+		out = append(out, job)
+	}
+	return out, true
+}
+
+func copyDefs(m map[string]definition) map[string]definition {
+	out := make(map[string]definition, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func copyStrings(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func copySet(m map[string]bool) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// clone copies a job deeply enough that a subjob's attributes never change its job's.
+func clone(j events.Job) events.Job {
+	r := j.Requirements
+	if r.Resources != nil {
+		r.Resources = copyStrings(r.Resources)
+	}
+	j.Requirements = r
+	if j.Coallocation != nil {
+		c := *j.Coallocation
+		j.Coallocation = &c
+	}
+	return j
+}
+
+func reservedUsed(set map[string]bool) []string {
+	var out []string
+	for _, n := range Reserved {
+		if set[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// define reads a substitutionDef into defs.
+func (d *decoder) define(el *xmltree.Element, path string, defs map[string]definition) {
+	name, ok := d.requiredAttr(el, path, "name")
+	d.onlyAttrs(el, path, "name")
+	if !ok {
+		return
+	}
+	if !validName(name) {
+		d.list.Addf(el.Line, el.Col, path, "name %q is not a substitution name (letters, digits, '_')", name)
+		return
+	}
+	if _, dup := defs[name]; dup {
+		d.list.Addf(el.Line, el.Col, path, "%s is defined twice", name)
+		return
+	}
+	sc := &scope{defs: defs, path: path, reserved: map[string]bool{}}
+	value, ok := d.scalar(el, sc, "stringElement")
+	if ok {
+		// A definition may use reserved names; they stay placeholders in its value.
+		defs[name] = definition{value: value, reserved: sc.reserved}
+	}
+}
+
+func validName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+func isReserved(name string) bool {
+	for _, r := range Reserved {
+		if r == name {
+			return true
+		}
+	}
+	return false
+}
+
+// scalar reads the concatenation of <leaf value="..."/> and <substitutionRef name="..."/>
+// children of el. leaf is stringElement or urlElement.
+func (d *decoder) scalar(el *xmltree.Element, sc *scope, leaf string) (string, bool) {
+	d.noText(el, sc.path)
+	var b strings.Builder
+	ok, parts := true, 0
+	for _, c := range el.Children {
+		cpath := sc.path + "/" + c.Name
+		switch c.Name {
+		case leaf:
+			d.onlyAttrs(c, cpath, "value")
+			d.noChildren(c, cpath)
+			v, has := d.requiredAttr(c, cpath, "value")
+			ok = ok && has
+			b.WriteString(v)
+		case "substitutionRef":
+			d.onlyAttrs(c, cpath, "name")
+			d.noChildren(c, cpath)
+			name, has := d.requiredAttr(c, cpath, "name")
+			if !has {
+				ok = false
+				continue
+			}
+			if def, defined := sc.defs[name]; defined {
+				b.WriteString(def.value)
+				for n := range def.reserved {
+					sc.reserved[n] = true
+				}
+			} else if isReserved(name) {
+				sc.reserved[name] = true
+				b.WriteString("{" + name + "}")
+			} else {
+				d.list.Addf(c.Line, c.Col, cpath, "%s is neither defined by a substitutionDef before it nor a reserved name", name)
+				ok = false
+			}
+		default:
+			d.list.Addf(c.Line, c.Col, cpath, "unknown element (expected <%s> or <substitutionRef>)", leaf)
+			ok = false
+		}
+		parts++
+	}
+	if parts == 0 {
+		d.list.Addf(el.Line, el.Col, sc.path, "is empty (expected <%s value=\"...\"/>)", leaf)
+		ok = false
+	}
+	return b.String(), ok
+}
+
+func (d *decoder) requiredAttr(el *xmltree.Element, path, name string) (string, bool) {
+	v, ok := el.Attr(name)
+	if !ok {
+		d.list.Addf(el.Line, el.Col, path, "attribute %s is missing", name)
+	}
+	return v, ok
+}
+
+// onlyAttrs refuses attributes other than those named (namespace declarations and
+// xsi: attributes aside).
+func (d *decoder) onlyAttrs(el *xmltree.Element, path string, allowed ...string) {
+	for _, a := range el.Attrs {
+		if a.Space == "xmlns" || a.Name == "xmlns" && a.Space == "" || a.Space == xsiNamespace {
+			continue
+		}
+		known := false
+		for _, n := range allowed {
+			known = known || a.Space == "" && a.Name == n
+		}
+		if !known {
+			d.list.Addf(el.Line, el.Col, path, "unknown attribute %s", a.Name)
+		}
+	}
+}
+
+const xsiNamespace = "http://www.w3.org/2001/XMLSchema-instance"
+
+func (d *decoder) plainAttrs(el *xmltree.Element, path string) { d.onlyAttrs(el, path) }
+
+func (d *decoder) noText(el *xmltree.Element, path string) {
+	if strings.TrimSpace(el.Text) != "" {
+		d.list.Add(el.Line, el.Col, path, "holds text where only elements are allowed")
+	}
+}
+
+func (d *decoder) noChildren(el *xmltree.Element, path string) {
+	d.noText(el, path)
+	for _, c := range el.Children {
+		d.list.Addf(c.Line, c.Col, path+"/"+c.Name, "unknown element (<%s> has no children)", el.Name)
+	}
+}
+
+func (d *decoder) unknown(el *xmltree.Element, parent string) {
+	d.list.Add(el.Line, el.Col, parent+"/"+el.Name, "unknown element")
+}
+
+// only returns the single child of el named name, reporting anything else.
+func (d *decoder) only(el *xmltree.Element, path, name string) (*xmltree.Element, bool) {
+	d.plainAttrs(el, path)
+	d.noText(el, path)
+	var found *xmltree.Element
+	for _, c := range el.Children {
+		switch {
+		case c.Name != name:
+			d.list.Addf(c.Line, c.Col, path+"/"+c.Name, "unknown element (expected <%s>)", name)
+		case found != nil:
+			d.list.Addf(c.Line, c.Col, path+"/"+c.Name, "given twice")
+		default:
+			found = c
+		}
+	}
+	if found == nil {
+		d.list.Addf(el.Line, el.Col, path, "<%s> is missing", name)
+		return nil, false
+	}
+	return found, true
+}
+
+// list returns every child of el named name, reporting anything else.
+func (d *decoder) many(el *xmltree.Element, path, name string) []*xmltree.Element {
+	d.plainAttrs(el, path)
+	d.noText(el, path)
+	var out []*xmltree.Element
+	for _, c := range el.Children {
+		if c.Name != name {
+			d.list.Addf(c.Line, c.Col, path+"/"+c.Name, "unknown element (expected <%s>)", name)
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
