@@ -30,7 +30,7 @@ func (d *decoder) topology(root *xmltree.Element) *topology {
 	}
 	var mains []*xmltree.Element
 	for _, c := range root.Children {
-		path := "topology/" + c.Name
+		path := "topology/" + c.Name + named(c)
 		switch c.Name {
 		case "var":
 		case "property":
@@ -65,8 +65,17 @@ func (d *decoder) topology(root *xmltree.Element) *topology {
 	return t
 }
 
+// named is "[name]" for an element with a name attribute, to tell siblings apart in
+// problem reports.
+func named(el *xmltree.Element) string {
+	if n, ok := el.Attr("name"); ok {
+		return "[" + n + "]"
+	}
+	return ""
+}
+
 func (d *decoder) variable(el *xmltree.Element, t *topology) {
-	path := "topology/var"
+	path := "topology/var" + named(el)
 	d.attrs(el, path, "name", "value")
 	d.leaf(el, path)
 	name, ok := d.id(el, path, "name")

@@ -14,6 +14,9 @@ func (d *decoder) main(el *xmltree.Element, t *topology) {
 	groups := map[string]bool{}
 	for _, c := range el.Children {
 		cpath := path + "/" + c.Name
+		if c.Name == "group" {
+			cpath += named(c)
+		}
 		if c.Name != "group" {
 			d.groupMember(c, cpath, t, &t.main)
 			continue
