@@ -3,72 +3,199 @@ package incarnator
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
-	"path/filepath"
+	"os"
+	"regexp"
 	"strings"
 
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/pkg/cluster"
-	"github.com/gridwire/gridwire/pkg/shellquote"
+	"github.com/gridwire/gridwire/services/incarnator/profile"
 )
 
-// BuiltinPlanner is the foundation's minimum: it runs every job on the first fork
-// cluster of the config and renders a JOB script by hand, every job value quoted. The
-// incarnator issue replaces it with OS profiles and matching.
-type BuiltinPlanner struct {
-	Clusters cluster.Config
-	WorkRoot string // where job directories go for clusters that name none
+// mpiApplication is the ApplicationName of the profile entry that starts MPI jobs which
+// name no application of their own.
+const mpiApplication = "MPI"
+
+// ProfilePlanner chooses a cluster for each job from its requirements and renders the
+// job's scripts through that cluster's OS profile. It is immutable after NewPlanner and
+// safe for concurrent use.
+type ProfilePlanner struct {
+	targets []*target
+	set     *profile.Set
 }
 
-// Plan implements Planner.
-func (p BuiltinPlanner) Plan(job events.Job) (events.IncarnatedData, error) {
+// target is one cluster with its resolved profile and what can be rendered once.
+type target struct {
+	cl         cluster.Cluster
+	prof       *profile.Profile
+	root       string // where job working directories go
+	delim      string
+	localNames []string
+	watch      watch
+	// static scripts of the profile by template name, rendered once.
+	statics map[string]staticScript
+	// scripts that depend on no job value, rendered once (by script name).
+	fixed map[string]events.Script
+}
+
+type staticScript struct {
+	fileName string
+	script   events.Script // Body = content, Location = path in BIN storage
+}
+
+// controlScripts are the profile templates rendered for every job besides JOB, by the
+// script name the executor and watcher use.
+var controlScripts = []struct{ name, template, variation string }{
+	{events.ScriptStart, "START", ""},
+	{events.ScriptAbort, "ABORT", ""},
+	{events.ScriptHold, "HOLD", ""},
+	{events.ScriptResume, "RESUME", ""},
+	{events.ScriptStatus, "GET_JOB_STATUS", ""},
+	{events.ScriptDelete, "DELETE", ""},
+	{events.ScriptList + ":FILE", "LIST", "FILE"},
+	{events.ScriptList + ":DIR", "LIST", "DIR"},
+}
+
+// NewPlanner checks that every cluster's profile exists in the set and is complete, and
+// renders what does not depend on jobs. workRoot is where fork clusters that name no
+// work_root put job directories (the gateway's data directory); clusters reached over
+// SSH use their work_root, else their profile's UspaceRoot.
+func NewPlanner(cfg cluster.Config, profiles *profile.Set, workRoot string) (*ProfilePlanner, error) {
+	if profiles == nil {
+		return nil, errors.New("incarnator: no profile set")
+	}
+	p := &ProfilePlanner{set: profiles}
+	local := localNames()
+	var errs []error
+	for _, cl := range cfg.Clusters {
+		t, err := newTarget(cl, profiles, workRoot, local)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cluster %s: %w", cl.Name, err))
+			continue
+		}
+		p.targets = append(p.targets, t)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func localNames() []string {
+	names := []string{"localhost", "127.0.0.1"}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		names = append(names, h)
+	}
+	return names
+}
+
+func newTarget(cl cluster.Cluster, set *profile.Set, workRoot string, local []string) (*target, error) {
+	prof, ok := set.Profile(cl.Profile)
+	if !ok {
+		return nil, fmt.Errorf("profile %q is not in the profile set (%s)", cl.Profile, strings.Join(set.Names(), ", "))
+	}
+	errs := profile.CheckRequired(prof)
+	w, werrs := watchFields(prof)
+	if err := errors.Join(append(errs, werrs...)...); err != nil {
+		return nil, fmt.Errorf("profile %q cannot run jobs: %w", cl.Profile, err)
+	}
+	t := &target{cl: cl, prof: prof, watch: w, delim: prof.Delimiter, localNames: local}
+	if t.delim == "" {
+		t.delim = "/"
+	}
+	switch {
+	case cl.WorkRoot != "":
+		t.root = cl.WorkRoot
+	case cl.Kind == cluster.KindFork && workRoot != "":
+		t.root = workRoot
+	default:
+		t.root = prof.UspaceRoot
+	}
+	if t.root == "" {
+		return nil, fmt.Errorf("no work_root, and profile %q has no UspaceRoot", cl.Profile)
+	}
+	if err := t.prepare(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Profiles returns the planner's profile set.
+func (p *ProfilePlanner) Profiles() *profile.Set { return p.set }
+
+// Plan implements Planner: the first cluster, in config order, that meets every
+// requirement runs the job.
+func (p *ProfilePlanner) Plan(job events.Job) (events.IncarnatedData, error) {
+	if err := checkJob(&job); err != nil {
+		return events.IncarnatedData{}, err
+	}
+	excluded := map[string]string{}
+	for _, t := range p.targets {
+		why := t.exclusions(&job)
+		if len(why) > 0 {
+			excluded[t.cl.Name] = strings.Join(why, ", ")
+			continue
+		}
+		inc, err := t.render(&job, p.set.Hash)
+		if err != nil {
+			return events.IncarnatedData{}, fmt.Errorf("%w: cluster %s: %v", ErrRejected, t.cl.Name, err)
+		}
+		return inc, nil
+	}
+	if len(p.targets) == 0 {
+		excluded["(none)"] = "the config has no clusters"
+	}
+	return events.IncarnatedData{}, &NoMatchError{Job: job.ID, Excluded: excluded}
+}
+
+// checkJob refuses jobs no cluster could render: names the shell cannot export, fields
+// that would shadow the context's own, executables a shell's exec would misread.
+func checkJob(job *events.Job) error {
+	switch {
+	case !jobIDPattern.MatchString(job.ID):
+		return fmt.Errorf("%w: id: %q is not a job ID (1-64 letters, digits, - or _)", ErrRejected, job.ID)
+	case job.Executable == "":
+		return fmt.Errorf("%w: executable: missing", ErrRejected)
+	case strings.HasPrefix(job.Executable, "-"):
+		return fmt.Errorf("%w: executable: %q starts with '-', which exec would read as an option (write ./%s)", ErrRejected, job.Executable, job.Executable)
+	case strings.ContainsRune(job.Executable, 0):
+		return fmt.Errorf("%w: executable: contains a NUL byte", ErrRejected)
+	}
 	for _, v := range job.Environment {
 		if !validEnvName(v.Name) {
-			return events.IncarnatedData{}, fmt.Errorf("%w: environment variable name %q is not a shell name", ErrRejected, v.Name)
+			return fmt.Errorf("%w: environment: variable name %q is not a shell name", ErrRejected, v.Name)
+		}
+		if strings.HasPrefix(v.Name, "GW_") {
+			return fmt.Errorf("%w: environment: variable name %q: the GW_ prefix is gridwire's own", ErrRejected, v.Name)
 		}
 	}
-	var cl cluster.Cluster
-	found := false
-	excluded := map[string]string{}
-	for _, c := range p.Clusters.Clusters {
-		if c.Kind == cluster.KindFork {
-			cl, found = c, true
-			break
+	for name := range job.Fields {
+		if isSpecial(name) {
+			return fmt.Errorf("%w: fields: %s is a special field the gateway provides; a job cannot set it", ErrRejected, name)
 		}
-		excluded[c.Name] = "only fork clusters are supported by the built-in planner"
 	}
-	if !found {
-		return events.IncarnatedData{}, &NoMatchError{Job: job.ID, Excluded: excluded}
+	for _, s := range allJobStrings(job) {
+		if strings.IndexByte(s, 0) >= 0 {
+			return fmt.Errorf("%w: a job value contains a NUL byte, which no shell word can hold", ErrRejected)
+		}
 	}
-	root := cl.WorkRoot
-	if root == "" {
-		root = p.WorkRoot
-	}
-	wd := filepath.Join(root, job.ID)
-	body := renderJob(job, wd)
-	sum := sha256.Sum256([]byte(body))
-	return events.IncarnatedData{
-		Cluster: cl.Name, LRMS: cl.LRMS, Profile: "builtin-fork", ProfileHash: "builtin",
-		WorkDir: wd,
-		Scripts: map[string]events.Script{events.ScriptJob: {Body: body, SHA256: hex.EncodeToString(sum[:])}},
-	}, nil
+	return nil
 }
 
-// renderJob writes the job as a POSIX shell script. Every value from the job is quoted.
-func renderJob(job events.Job, wd string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "#!/bin/sh\n# gridwire job %s\ncd %s || exit 111\n", job.ID, shellquote.Quote(wd))
+var jobIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+func allJobStrings(job *events.Job) []string {
+	out := append([]string{job.Name, job.Directory}, job.Arguments...)
+	out = append(out, job.LibraryPath...)
 	for _, v := range job.Environment {
-		fmt.Fprintf(&b, "export %s=%s\n", v.Name, shellquote.Quote(v.Value))
+		out = append(out, v.Value)
 	}
-	b.WriteString(shellquote.Join(append([]string{job.Executable}, job.Arguments...)...))
-	stdin := "/dev/null"
-	if job.Stdin != "" {
-		stdin = events.StdinFile
+	for _, v := range job.Fields {
+		out = append(out, v)
 	}
-	fmt.Fprintf(&b, " <%s >%s 2>%s\n", stdin, events.StdoutFile, events.StderrFile)
-	fmt.Fprintf(&b, "echo $? >%s\n", events.ExitFile)
-	return b.String()
+	return out
 }
 
 func validEnvName(s string) bool {
@@ -82,4 +209,9 @@ func validEnvName(s string) bool {
 		}
 	}
 	return true
+}
+
+func script(body string) events.Script {
+	sum := sha256.Sum256([]byte(body))
+	return events.Script{Body: body, SHA256: hex.EncodeToString(sum[:])}
 }
