@@ -89,7 +89,9 @@ func isFork(lrms string) bool { return strings.EqualFold(lrms, "fork") }
 // matchLRMS applies the LRMS requirement and the v3 fork rule: a Fork target is chosen
 // only when the job names Fork in lrms or sets fork: true. The rule belongs to the v3
 // task description; jobs from other languages are held to it only when they set fork
-// to false.
+// to false. It is a rule for choosing between LRMSs, so a gateway whose clusters are
+// all Fork (the default config's one "local" cluster) has nothing to choose and runs
+// v3 jobs there unless they set fork: false.
 func (t *target) matchLRMS(job *events.Job) string {
 	r := &job.Requirements
 	if r.LRMS != "" && !strings.EqualFold(r.LRMS, t.cl.LRMS) {
@@ -101,7 +103,7 @@ func (t *target) matchLRMS(job *events.Job) string {
 	if r.Fork != nil && !*r.Fork {
 		return "fork: the job sets fork: false and this cluster's LRMS is Fork"
 	}
-	if r.Fork == nil && strings.HasPrefix(job.Original.Format, "v3") {
+	if r.Fork == nil && strings.HasPrefix(job.Original.Format, "v3") && !t.forkOnly {
 		return "fork: the LRMS is Fork, which a v3 job uses only when it names Fork in lrms or sets fork: true"
 	}
 	return ""

@@ -33,6 +33,7 @@ type target struct {
 	root       string // where job working directories go
 	delim      string
 	localNames []string
+	forkOnly   bool // every cluster of the config is Fork: the v3 fork rule has no say
 	watch      watch
 	// static scripts of the profile by template name, rendered once.
 	statics map[string]staticScript
@@ -68,6 +69,10 @@ func NewPlanner(cfg cluster.Config, profiles *profile.Set, workRoot string) (*Pr
 	}
 	p := &ProfilePlanner{set: profiles}
 	local := localNames()
+	forkOnly := true
+	for _, cl := range cfg.Clusters {
+		forkOnly = forkOnly && isFork(cl.LRMS)
+	}
 	var errs []error
 	for _, cl := range cfg.Clusters {
 		t, err := newTarget(cl, profiles, workRoot, local)
@@ -75,6 +80,7 @@ func NewPlanner(cfg cluster.Config, profiles *profile.Set, workRoot string) (*Pr
 			errs = append(errs, fmt.Errorf("cluster %s: %w", cl.Name, err))
 			continue
 		}
+		t.forkOnly = forkOnly
 		p.targets = append(p.targets, t)
 	}
 	if err := errors.Join(errs...); err != nil {
