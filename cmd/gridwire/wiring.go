@@ -17,6 +17,8 @@ import (
 	"github.com/gridwire/gridwire/services/ingest"
 	"github.com/gridwire/gridwire/services/stager"
 	"github.com/gridwire/gridwire/services/watcher"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
 )
@@ -54,6 +56,7 @@ type system struct {
 	host    string
 	ingest  *ingest.Service
 	readAPI *watcher.API
+	conns   []*nats.Conn
 }
 
 func openSystem(ctx context.Context, e *env, f *busFlags, needBus bool) (*system, error) {
@@ -95,8 +98,34 @@ func replicas(b *bus.Bus) int {
 	return 1
 }
 
-func (s *system) store(service string) *events.Store {
-	return events.NewStore(s.bus.Conn, s.bus.JS, "gridwire/"+service+"/"+s.host)
+// conn is one service's own connection to the bus: services fail, reconnect and flow
+// independently, and no service's traffic queues behind another's.
+type conn struct {
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	store *events.Store
+}
+
+func (s *system) connect(service string) (conn, error) {
+	nc, err := s.bus.Connect("gridwire-" + service)
+	if err != nil {
+		return conn{}, fmt.Errorf("connecting %s: %w", service, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return conn{}, err
+	}
+	s.conns = append(s.conns, nc)
+	return conn{nc: nc, js: js, store: events.NewStore(nc, js, "gridwire/"+service+"/"+s.host)}, nil
+}
+
+// close drains every service connection; the bus itself is closed by its owner.
+func (s *system) close() {
+	for _, nc := range s.conns {
+		_ = nc.Drain()
+	}
+	s.bus.Close()
 }
 
 // clusters returns the configured clusters this process serves.
@@ -127,36 +156,46 @@ func (s *system) start(ctx context.Context, g *errgroup.Group, names []string, o
 	now := time.Now
 	for _, name := range names {
 		log := s.log.With("service", name)
-		st := s.store(name)
+		c, err := s.connect(name)
+		if err != nil {
+			return err
+		}
 		switch name {
 		case "ingest":
-			deps := ingest.Deps{Conn: s.bus.Conn, Store: st, Logger: log, Now: now}
+			deps := ingest.Deps{Conn: c.nc, Store: c.store, Logger: log, Now: now}
 			if s.ingest, err = ingest.New(ingest.Config{}, deps); err != nil {
 				return err
 			}
 			g.Go(func() error { return ingest.Run(ctx, ingest.Config{}, deps) })
 		case "incarnator":
-			planner := incarnator.BuiltinPlanner{Clusters: s.cfg, WorkRoot: filepath.Join(s.data, "jobs")}
+			profiles, err := incarnator.LoadProfiles(s.cfg.ProfileDir)
+			if err != nil {
+				return err
+			}
+			planner, err := incarnator.NewPlanner(s.cfg, profiles, filepath.Join(s.data, "jobs"))
+			if err != nil {
+				return err
+			}
 			g.Go(func() error {
 				return incarnator.Run(ctx, incarnator.Config{Workers: 8},
-					incarnator.Deps{JS: s.bus.JS, Store: st, Planner: planner, Logger: log, Now: now})
+					incarnator.Deps{JS: c.js, Store: c.store, Planner: planner, Logger: log, Now: now})
 			})
 		case "stager":
 			g.Go(func() error {
-				return stager.Run(ctx, stager.Config{Workers: 8}, stager.Deps{JS: s.bus.JS, Store: st, Logger: log, Now: now})
+				return stager.Run(ctx, stager.Config{Workers: 8}, stager.Deps{JS: c.js, Store: c.store, Logger: log, Now: now})
 			})
 		case "executor":
 			for _, cl := range clusters {
 				cfg := executor.Config{Cluster: cl, ID: s.host}
 				g.Go(func() error {
-					return executor.Run(ctx, cfg, executor.Deps{JS: s.bus.JS, Conn: s.bus.Conn, Store: st, Logger: log, Now: now})
+					return executor.Run(ctx, cfg, executor.Deps{JS: c.js, Conn: c.nc, Store: c.store, Logger: log, Now: now})
 				})
 			}
 		case "watcher":
-			s.readAPI = &watcher.API{Store: st, JS: s.bus.JS}
+			s.readAPI = &watcher.API{Store: c.store, JS: c.js}
 			g.Go(func() error {
 				return watcher.Run(ctx, watcher.Config{Clusters: clusters},
-					watcher.Deps{JS: s.bus.JS, Conn: s.bus.Conn, Store: st, Logger: log, Now: now})
+					watcher.Deps{JS: c.js, Conn: c.nc, Store: c.store, Logger: log, Now: now})
 			})
 		default:
 			return fmt.Errorf("unknown service %q (one of %v)", name, allServices)
