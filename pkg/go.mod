@@ -8,7 +8,10 @@ require (
 	github.com/pkg/sftp v1.13.12
 )
 
-require github.com/kr/fs v0.1.0 // indirect
+require (
+	github.com/google/go-cmp v0.7.0 // indirect
+	github.com/kr/fs v0.1.0 // indirect
+)
 
 require (
 	github.com/antithesishq/antithesis-sdk-go v0.8.0-default-no-op // indirect

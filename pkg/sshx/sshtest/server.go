@@ -41,9 +41,11 @@ type Server struct {
 
 	t        testing.TB
 	ln       net.Listener
-	hostKey  atomic.Pointer[ssh.Signer]
+	hostKeys atomic.Pointer[[]ssh.Signer]
 	accepted atomic.Int64
 	execs    atomic.Int64
+	open     atomic.Int64 // commands running now
+	peak     atomic.Int64 // most commands running at once
 
 	mu         sync.Mutex
 	authorized map[string]bool
@@ -57,15 +59,16 @@ type Server struct {
 type Option func(*options)
 
 type options struct {
-	hostKey    ssh.Signer
+	hostKeys   []ssh.Signer
 	addr       string
 	authorized []ssh.PublicKey
 }
 
-// WithHostKey makes the server present signer as its host key instead of a generated
-// ed25519 key.
-func WithHostKey(signer ssh.Signer) Option {
-	return func(o *options) { o.hostKey = signer }
+// WithHostKey makes the server hold signers as its host keys instead of a generated
+// ed25519 key; the client's negotiation picks which one it presents. KnownHostsFile
+// lists the first.
+func WithHostKey(signers ...ssh.Signer) Option {
+	return func(o *options) { o.hostKeys = signers }
 }
 
 // WithAddr makes the server listen on addr (for example the Addr of a server the test
@@ -87,8 +90,8 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.hostKey == nil {
-		o.hostKey = NewSigner(t)
+	if len(o.hostKeys) == 0 {
+		o.hostKeys = []ssh.Signer{NewSigner(t)}
 	}
 	dir := t.TempDir()
 	clientKey := NewKey(t, "ed25519")
@@ -102,7 +105,7 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 	if err := os.Mkdir(s.Home, 0o755); err != nil {
 		t.Fatalf("sshtest: %v", err)
 	}
-	s.hostKey.Store(&o.hostKey)
+	s.hostKeys.Store(&o.hostKeys)
 	s.authorize(s.ClientSigner.PublicKey())
 	for _, pub := range o.authorized {
 		s.authorize(pub)
@@ -113,21 +116,21 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 	}
 	s.ln = ln
 	s.Addr = ln.Addr().String()
-	s.HostKeyFingerprint = ssh.FingerprintSHA256(o.hostKey.PublicKey())
+	s.HostKeyFingerprint = ssh.FingerprintSHA256(o.hostKeys[0].PublicKey())
 	s.ClientKeyFile = WritePrivateKey(t, dir, "id_ed25519", clientKey)
-	s.KnownHostsFile = WriteKnownHosts(t, dir, s.Addr, o.hostKey.PublicKey())
+	s.KnownHostsFile = WriteKnownHosts(t, dir, s.Addr, o.hostKeys[0].PublicKey())
 	s.wg.Add(1)
 	go s.acceptLoop()
 	t.Cleanup(s.Close)
 	return s
 }
 
-// SetHostKey makes every connection accepted from now on present signer as the host key
-// (a host whose key changed); KnownHostsFile keeps the old one. It returns the SHA256
-// fingerprint of the new key.
-func (s *Server) SetHostKey(signer ssh.Signer) string {
-	s.hostKey.Store(&signer)
-	return ssh.FingerprintSHA256(signer.PublicKey())
+// SetHostKey makes every connection accepted from now on hold signers as host keys (a
+// host whose key changed); KnownHostsFile keeps the old one. It returns the SHA256
+// fingerprint of the first new key.
+func (s *Server) SetHostKey(signers ...ssh.Signer) string {
+	s.hostKeys.Store(&signers)
+	return ssh.FingerprintSHA256(signers[0].PublicKey())
 }
 
 // Accepted returns how many TCP connections the server has accepted.
@@ -135,6 +138,10 @@ func (s *Server) Accepted() int { return int(s.accepted.Load()) }
 
 // Execs returns how many exec requests the server has started.
 func (s *Server) Execs() int { return int(s.execs.Load()) }
+
+// PeakExecs returns the most exec requests that were running at once, over all
+// connections.
+func (s *Server) PeakExecs() int { return int(s.peak.Load()) }
 
 // DropConnections closes every open connection, as a restarted or crashed host would.
 // The server keeps listening.
@@ -244,7 +251,9 @@ func (s *Server) config() *ssh.ServerConfig {
 			return &ssh.Permissions{}, nil
 		},
 	}
-	cfg.AddHostKey(*s.hostKey.Load())
+	for _, k := range *s.hostKeys.Load() {
+		cfg.AddHostKey(k)
+	}
 	return cfg
 }
 

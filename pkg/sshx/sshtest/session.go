@@ -31,9 +31,15 @@ func (s *Server) serveSession(nc ssh.NewChannel) {
 	}
 	sess := &session{srv: s, ch: ch}
 	for req := range reqs {
-		ok := sess.handle(req)
+		ok, then := sess.handle(req)
 		if req.WantReply {
 			req.Reply(ok, nil)
+		}
+		// What the request started may finish and close the channel at once; the reply
+		// must go out first, or the client sees the close before its answer (as OpenSSH
+		// never does).
+		if then != nil {
+			then()
 		}
 	}
 	// The client closed the channel (or the connection died): what still runs is
@@ -43,35 +49,35 @@ func (s *Server) serveSession(nc ssh.NewChannel) {
 	ch.Close()
 }
 
-func (sess *session) handle(req *ssh.Request) bool {
+// handle answers one channel request; then, if not nil, runs after the reply is sent.
+func (sess *session) handle(req *ssh.Request) (ok bool, then func()) {
 	switch req.Type {
 	case "exec":
 		var msg struct{ Command string }
 		if ssh.Unmarshal(req.Payload, &msg) != nil || !sess.claim() {
-			return false
+			return false, nil
 		}
 		return sess.startExec(msg.Command)
 	case "subsystem":
 		var msg struct{ Name string }
 		if ssh.Unmarshal(req.Payload, &msg) != nil || msg.Name != "sftp" || !sess.claim() {
-			return false
+			return false, nil
 		}
-		sess.startSFTP()
-		return true
+		return true, sess.startSFTP
 	case "signal":
 		var msg struct{ Signal string }
 		if ssh.Unmarshal(req.Payload, &msg) != nil {
-			return false
+			return false, nil
 		}
 		sig, ok := signals[ssh.Signal(msg.Signal)]
 		if ok {
 			sess.kill(sig)
 		}
-		return ok
+		return ok, nil
 	default:
 		// env, pty-req, shell, x11-req, auth-agent-req...: refused, as a locked-down sshd
 		// refuses them; the client is expected to cope.
-		return false
+		return false, nil
 	}
 }
 
@@ -95,7 +101,8 @@ func (sess *session) claim() bool {
 	return true
 }
 
-func (sess *session) startExec(command string) bool {
+// startExec starts command; the returned func streams its stdin and reports its exit.
+func (sess *session) startExec(command string) (bool, func()) {
 	cmd := exec.Command("/bin/sh", "-c", command)
 	cmd.Dir = sess.srv.Home
 	cmd.Env = append(os.Environ(), "HOME="+sess.srv.Home)
@@ -104,31 +111,34 @@ func (sess *session) startExec(command string) bool {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return false
+		return false, nil
 	}
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
 	if err := cmd.Start(); err != nil {
-		return false
+		return false, nil
 	}
 	sess.srv.execs.Add(1)
+	sess.srv.execStarted()
 	sess.proc = cmd.Process
+	sess.done.Add(1)
+	return true, func() { go sess.finishExec(cmd, stdin) }
+}
+
+func (sess *session) finishExec(cmd *exec.Cmd, stdin io.WriteCloser) {
+	defer sess.done.Done()
 	go func() {
 		io.Copy(stdin, sess.ch)
 		stdin.Close()
 	}()
-	sess.done.Add(1)
-	go func() {
-		defer sess.done.Done()
-		err := cmd.Wait()
-		sess.mu.Lock()
-		sess.exited = true
-		sess.mu.Unlock()
-		sess.ch.CloseWrite()
-		sendExit(sess.ch, cmd.ProcessState, err)
-		sess.ch.Close()
-	}()
-	return true
+	err := cmd.Wait()
+	sess.srv.open.Add(-1) // before the exit status goes out, so the count never lags
+	sess.mu.Lock()
+	sess.exited = true
+	sess.mu.Unlock()
+	sess.ch.CloseWrite()
+	sendExit(sess.ch, cmd.ProcessState, err)
+	sess.ch.Close()
 }
 
 func sendExit(ch ssh.Channel, st *os.ProcessState, waitErr error) {
@@ -177,5 +187,15 @@ func (sess *session) kill(sig syscall.Signal) {
 	defer sess.mu.Unlock()
 	if sess.proc != nil && !sess.exited {
 		syscall.Kill(-sess.proc.Pid, sig)
+	}
+}
+
+func (s *Server) execStarted() {
+	n := s.open.Add(1)
+	for {
+		peak := s.peak.Load()
+		if n <= peak || s.peak.CompareAndSwap(peak, n) {
+			return
+		}
 	}
 }

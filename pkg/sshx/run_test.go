@@ -1,0 +1,180 @@
+package sshx_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gridwire/gridwire/pkg/sshx"
+	"github.com/gridwire/gridwire/pkg/sshx/sshtest"
+)
+
+func TestRunResults(t *testing.T) {
+	srv := sshtest.NewServer(t)
+	c := client(t, newPool(t, srv), srv.Addr)
+	tests := []struct {
+		script string
+		want   sshx.Result
+	}{
+		{"true", sshx.Result{}},
+		{"echo out; echo err >&2; exit 3", sshx.Result{Stdout: []byte("out\n"), Stderr: []byte("err\n"), ExitCode: 3}},
+		{"printf '%s|' \"$0\" 'a b'", sshx.Result{Stdout: []byte("/bin/sh|a b|")}},
+		{"pwd", sshx.Result{Stdout: []byte(srv.Home + "\n")}},
+		{"exit 255", sshx.Result{ExitCode: 255}},
+		{"kill -TERM $$", sshx.Result{ExitCode: 128 + 15, Signal: "TERM"}},
+		{"no-such-command-here 2>/dev/null", sshx.Result{ExitCode: 127}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.script, func(t *testing.T) {
+			got := run(t, c, tt.script)
+			if diff := cmp.Diff(tt.want, got, cmp.Comparer(bytes.Equal)); diff != "" {
+				t.Errorf("Run(%q) (-want +got):\n%s", tt.script, diff)
+			}
+		})
+	}
+}
+
+func TestRunStdin(t *testing.T) {
+	srv := sshtest.NewServer(t)
+	c := client(t, newPool(t, srv), srv.Addr)
+	big := make([]byte, 3<<20)
+	rand.Read(big)
+	for name, in := range map[string][]byte{"small": []byte("one\ntwo\n"), "3MiB": big, "empty": {}} {
+		t.Run(name, func(t *testing.T) {
+			res, err := c.Run(testCtx(t), "cat; echo done >&2", bytes.NewReader(in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(res.Stdout, in) || string(res.Stderr) != "done\n" || res.ExitCode != 0 {
+				t.Errorf("got %d bytes stdout (want %d), stderr %q, exit %d", len(res.Stdout), len(in), res.Stderr, res.ExitCode)
+			}
+		})
+	}
+}
+
+func TestConcurrentRunsShareOneConnection(t *testing.T) {
+	srv := sshtest.NewServer(t)
+	pool := newPool(t, srv, func(c *sshx.Config) { c.MaxSessionsPerConn = 3 })
+	const n = 40
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			c, err := pool.Client(testCtx(t), srv.Addr)
+			if err != nil {
+				errs <- err
+				return
+			}
+			res, err := c.Run(testCtx(t), fmt.Sprintf("sleep 0.01; echo %d", i), nil)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if got := strings.TrimSpace(string(res.Stdout)); got != strconv.Itoa(i) {
+				errs <- fmt.Errorf("run %d printed %q", i, got)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if got := srv.Accepted(); got != 1 {
+		t.Errorf("server accepted %d connections, want 1", got)
+	}
+	if got := srv.Execs(); got != n {
+		t.Errorf("server ran %d commands, want %d", got, n)
+	}
+	if got := srv.PeakExecs(); got > 3 || got < 2 {
+		t.Errorf("at most %d commands ran at once, want 2..3 (MaxSessionsPerConn 3)", got)
+	}
+}
+
+func TestConcurrentCallersShareOneDial(t *testing.T) {
+	srv := sshtest.NewServer(t)
+	pool := newPool(t, srv)
+	const n = 20
+	clients := make([]*sshx.Client, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			c, err := pool.Client(testCtx(t), srv.Addr)
+			if err != nil {
+				t.Error(err)
+			}
+			clients[i] = c
+		})
+	}
+	wg.Wait()
+	for i, c := range clients {
+		if c != clients[0] {
+			t.Fatalf("caller %d got a different client", i)
+		}
+	}
+	if got := srv.Accepted(); got != 1 {
+		t.Errorf("server accepted %d connections, want 1", got)
+	}
+	if got, want := clients[0].HostKeyFingerprint(), srv.HostKeyFingerprint; got != want {
+		t.Errorf("HostKeyFingerprint() = %q, want %q", got, want)
+	}
+}
+
+func TestRunCancelKillsCommand(t *testing.T) {
+	srv := sshtest.NewServer(t)
+	c := client(t, newPool(t, srv), srv.Addr)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	ctx, cancel := context.WithCancel(testCtx(t))
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Run(ctx, "echo $$ > "+pidFile+".tmp && mv "+pidFile+".tmp "+pidFile+"; exec sleep 60", nil)
+		done <- err
+	}()
+	pid := waitForPID(t, pidFile)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run after cancel: %v, want context.Canceled", err)
+	}
+	for syscall.Kill(pid, 0) == nil {
+		select {
+		case <-testCtx(t).Done():
+			t.Fatalf("remote command %d still running after cancel", pid)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	// The connection survives a cancelled session.
+	if res := run(t, c, "echo alive"); string(res.Stdout) != "alive\n" {
+		t.Errorf("after cancel: %q", res.Stdout)
+	}
+}
+
+func waitForPID(t *testing.T, path string) int {
+	t.Helper()
+	for {
+		b, err := os.ReadFile(path)
+		if err == nil {
+			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return pid
+		}
+		select {
+		case <-testCtx(t).Done():
+			t.Fatal("remote command never started")
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
