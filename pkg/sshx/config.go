@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"time"
 )
@@ -30,7 +31,8 @@ const (
 // something to authenticate with (IdentityFiles or UseAgent) is required; Validate says
 // what is missing.
 type Config struct {
-	// User is the remote login name; empty means the local user ($USER).
+	// User is the remote login name; empty means the local user ($USER, else the
+	// account running the process).
 	User string
 	// IdentityFiles are unencrypted private key files (OpenSSH or PEM; ed25519, RSA,
 	// ECDSA). Encrypted keys are refused: load them into an ssh-agent instead.
@@ -89,7 +91,12 @@ func (c Config) withDefaults() (Config, error) {
 		c.User = os.Getenv("USER")
 	}
 	if c.User == "" {
-		return c, fmt.Errorf("%w: User: empty and $USER is not set", ErrConfig)
+		if u, err := user.Current(); err == nil {
+			c.User = u.Username
+		}
+	}
+	if c.User == "" {
+		return c, fmt.Errorf("%w: User: empty and the local user is unknown", ErrConfig)
 	}
 	if c.KnownHostsFile == "" && !c.InsecureIgnoreHostKey {
 		home, err := os.UserHomeDir()

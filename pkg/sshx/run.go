@@ -28,24 +28,27 @@ type Result struct {
 // runs it as `$SHELL -c script`), feeding it stdin (nil: empty), and returns its output
 // and exit status. A non-zero exit is a Result, not an error; errors are transport
 // failures, ErrNotStarted when the command never ran, and ctx's error when ctx ended
-// first, in which case the command is sent SIGKILL and its session closed. Run returns
-// once the command has exited; a stdin reader still blocked then is abandoned.
+// first, in which case the command is sent SIGKILL, its session closed and its output
+// dropped. Run returns once the command has exited; a stdin reader still blocked then is
+// abandoned.
 func (c *Client) Run(ctx context.Context, script string, stdin io.Reader) (Result, error) {
 	sess, release, err := c.session(ctx)
 	if err != nil {
 		return Result{}, err
 	}
-	defer release()
-	defer sess.Close()
 	var stdout, stderr bytes.Buffer
 	sess.Stdout, sess.Stderr = &stdout, &stderr
 	var stdinPipe io.WriteCloser
 	if stdin != nil {
 		if stdinPipe, err = sess.StdinPipe(); err != nil {
+			sess.Close()
+			release()
 			return Result{}, fmt.Errorf("%w on %s: %w", ErrNotStarted, c.host, err)
 		}
 	}
 	if err := sess.Start(script); err != nil {
+		sess.Close()
+		release()
 		return Result{}, c.notStarted(err)
 	}
 	if stdinPipe != nil {
@@ -55,15 +58,20 @@ func (c *Client) Run(ctx context.Context, script string, stdin io.Reader) (Resul
 		}()
 	}
 	waited := make(chan error, 1)
-	go func() { waited <- sess.Wait() }()
+	go func() {
+		waited <- sess.Wait()
+		sess.Close()
+		release() // only once the session is over, so the server's limit holds
+	}()
 	select {
 	case err = <-waited:
 	case <-ctx.Done():
+		// Kill the command and close the session without waiting for the server to
+		// confirm: a peer gone silent must not hold the caller. Partial output is dropped
+		// (the session's goroutines may still be writing it).
 		sess.Signal(ssh.SIGKILL)
 		sess.Close()
-		<-waited
-		return Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()},
-			fmt.Errorf("sshx: running on %s: %w", c.host, ctx.Err())
+		return Result{}, fmt.Errorf("sshx: running on %s: %w", c.host, ctx.Err())
 	}
 	res := Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
 	return c.exitResult(res, err)

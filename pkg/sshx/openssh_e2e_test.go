@@ -1,0 +1,358 @@
+//go:build e2e
+
+package sshx_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/gridwire/gridwire/pkg/sshx"
+	"github.com/gridwire/gridwire/pkg/sshx/sshtest"
+)
+
+// sshd is a real OpenSSH server on a loopback port, started for one test.
+type sshd struct {
+	Addr           string
+	User           string
+	Dir            string // scratch directory, writable by User
+	ClientKeyFile  string
+	KnownHostsFile string            // lists the ed25519 host key
+	HostKeys       map[string]string // kind -> public key file
+}
+
+// startSSHD prepares the machine with scripts/install-openssh.sh, then runs
+// /usr/sbin/sshd -D with its own config, host keys (ed25519, ecdsa, rsa) and
+// authorized_keys on a free loopback port. Root logs in as the script's test user;
+// anyone else logs in as themselves.
+func startSSHD(t testing.TB) *sshd {
+	t.Helper()
+	install := exec.Command("bash", "../../scripts/install-openssh.sh")
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("scripts/install-openssh.sh: %v\n%s", err, out)
+	}
+	s := &sshd{User: loginUser(t), HostKeys: map[string]string{}}
+	root, err := os.MkdirTemp("", "sshx-e2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	os.Chmod(root, 0o755)
+	s.Dir = filepath.Join(root, "work")
+	os.Mkdir(s.Dir, 0o755)
+	chownTo(t, s.Dir, s.User)
+
+	for _, kind := range []string{"ed25519", "ecdsa", "rsa"} {
+		path := filepath.Join(root, "host_"+kind)
+		keygen(t, "-t", kind, "-N", "", "-q", "-f", path)
+		s.HostKeys[kind] = path + ".pub"
+	}
+	clientKey := filepath.Join(root, "id_ed25519")
+	keygen(t, "-t", "ed25519", "-N", "", "-q", "-f", clientKey)
+	s.ClientKeyFile = clientKey
+	pub, err := os.ReadFile(clientKey + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	authorized := filepath.Join(root, "authorized_keys")
+	if err := os.WriteFile(authorized, pub, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.Addr = s.run(t, root, authorized)
+	s.KnownHostsFile = s.knownHosts(t, filepath.Join(root, "known_hosts"), "ed25519")
+	return s
+}
+
+func loginUser(t testing.TB) string {
+	if os.Geteuid() == 0 {
+		if name := os.Getenv("GW_SSH_TEST_USER"); name != "" {
+			return name
+		}
+		return "gwtest"
+	}
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Username
+}
+
+func chownTo(t testing.TB, path, name string) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if os.Geteuid() == 0 {
+		if err := os.Chown(path, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func keygen(t testing.TB, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("ssh-keygen", args...).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen %v: %v\n%s", args, err, out)
+	}
+}
+
+// run starts sshd on a free port and waits until it accepts connections.
+func (s *sshd) run(t testing.TB, root, authorized string) string {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		port := freePort(t)
+		conf := filepath.Join(root, "sshd_config")
+		config := fmt.Sprintf(`Port %d
+ListenAddress 127.0.0.1
+HostKey %s/host_ed25519
+HostKey %s/host_ecdsa
+HostKey %s/host_rsa
+PidFile %s/sshd.pid
+AuthorizedKeysFile %s
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitRootLogin prohibit-password
+UsePAM no
+StrictModes no
+MaxStartups 200
+MaxSessions 64
+Subsystem sftp internal-sftp
+`, port, root, root, root, root, authorized)
+		if err := os.WriteFile(conf, []byte(config), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		logFile, err := os.Create(filepath.Join(root, "sshd.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("/usr/sbin/sshd", "-D", "-e", "-f", conf)
+		cmd.Stdout, cmd.Stderr = logFile, logFile
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("starting sshd: %v", err)
+		}
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); logFile.Close(); close(exited) }()
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		if waitListening(addr, exited) {
+			t.Cleanup(func() {
+				cmd.Process.Signal(syscall.SIGTERM)
+				<-exited
+			})
+			return addr
+		}
+		log, _ := os.ReadFile(filepath.Join(root, "sshd.log"))
+		if attempt == 3 {
+			t.Fatalf("sshd did not start:\n%s", log)
+		}
+	}
+}
+
+func freePort(t testing.TB) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// waitListening reports whether addr accepts a connection before sshd exits.
+func waitListening(addr string, exited <-chan struct{}) bool {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			return false
+		default:
+		}
+		if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			conn.Close()
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
+
+// knownHosts writes a known_hosts file listing only the host key of the given kind.
+func (s *sshd) knownHosts(t testing.TB, path, kind string) string {
+	t.Helper()
+	pubBytes, err := os.ReadFile(s.HostKeys[kind])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _, _, _, err := ssh.ParseAuthorizedKey(pubBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(knownhosts.Line([]string{s.Addr}, pub)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func (s *sshd) fingerprint(t testing.TB, kind string) string {
+	pubBytes, err := os.ReadFile(s.HostKeys[kind])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _, _, _, err := ssh.ParseAuthorizedKey(pubBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ssh.FingerprintSHA256(pub)
+}
+
+func (s *sshd) pool(t testing.TB, edit ...func(*sshx.Config)) *sshx.Pool {
+	t.Helper()
+	cfg := sshx.Config{User: s.User, IdentityFiles: []string{s.ClientKeyFile}, KnownHostsFile: s.KnownHostsFile}
+	for _, e := range edit {
+		e(&cfg)
+	}
+	pool, err := sshx.NewPool(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pool.Close() })
+	return pool
+}
+
+func TestOpenSSH(t *testing.T) {
+	s := startSSHD(t)
+	pool := s.pool(t)
+	c := client(t, pool, s.Addr)
+	if c.HostKeyFingerprint() != s.fingerprint(t, "ed25519") {
+		t.Errorf("verified %s, want the ed25519 key", c.HostKeyFingerprint())
+	}
+
+	t.Run("commands", func(t *testing.T) {
+		res := run(t, c, "echo out; echo err >&2; id -un; exit 7")
+		want := "out\n" + s.User + "\n"
+		if string(res.Stdout) != want || string(res.Stderr) != "err\n" || res.ExitCode != 7 {
+			t.Errorf("got stdout %q stderr %q exit %d; want %q, \"err\\n\", 7", res.Stdout, res.Stderr, res.ExitCode, want)
+		}
+		in := make([]byte, 1<<20)
+		rand.Read(in)
+		res, err := c.Run(testCtx(t), "cat", bytes.NewReader(in))
+		if err != nil || !bytes.Equal(res.Stdout, in) {
+			t.Errorf("stdin round trip: %d bytes back, err %v", len(res.Stdout), err)
+		}
+	})
+
+	t.Run("concurrent", func(t *testing.T) {
+		var wg sync.WaitGroup
+		for i := range 40 {
+			wg.Go(func() {
+				res, err := c.Run(testCtx(t), fmt.Sprintf("echo %d", i), nil)
+				if err != nil || strings.TrimSpace(string(res.Stdout)) != strconv.Itoa(i) {
+					t.Errorf("run %d: %q, %v", i, res.Stdout, err)
+				}
+			})
+		}
+		wg.Wait()
+	})
+
+	t.Run("cancel", func(t *testing.T) {
+		pidFile := filepath.Join(s.Dir, "sleep.pid")
+		ctx, cancel := context.WithCancel(testCtx(t))
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.Run(ctx, "echo $$ > "+pidFile+".tmp && mv "+pidFile+".tmp "+pidFile+" && exec sleep 60", nil)
+			done <- err
+		}()
+		pid := waitForPID(t, pidFile)
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run after cancel: %v", err)
+		}
+		for syscall.Kill(pid, 0) == nil {
+			select {
+			case <-testCtx(t).Done():
+				t.Fatalf("sleep %d survived the cancel", pid)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	})
+
+	t.Run("sftp", func(t *testing.T) {
+		ctx := testCtx(t)
+		dir := filepath.Join(s.Dir, "a/b")
+		if err := c.MkdirAll(ctx, dir); err != nil {
+			t.Fatal(err)
+		}
+		for name, size := range map[string]int{"8MiB": 8<<20 + 7, "empty": 0} {
+			data := make([]byte, size)
+			rand.Read(data)
+			remote := filepath.Join(dir, name)
+			if n, err := c.Upload(ctx, io.MultiReader(bytes.NewReader(data)), remote, 0o640); err != nil || n != int64(size) {
+				t.Fatalf("Upload %s = %d, %v", name, n, err)
+			}
+			h := sha256.New()
+			if n, err := c.Download(ctx, remote, h); err != nil || n != int64(size) {
+				t.Fatalf("Download %s = %d, %v", name, n, err)
+			}
+			if want := sha256.Sum256(data); !bytes.Equal(h.Sum(nil), want[:]) {
+				t.Errorf("%s: SHA-256 differs after the round trip", name)
+			}
+			if st, err := os.Stat(remote); err != nil || st.Mode().Perm() != 0o640 {
+				t.Errorf("%s: %v, %v; want mode 0640", name, st, err)
+			}
+		}
+	})
+
+	if got := run(t, c, "true"); got.ExitCode != 0 {
+		t.Fatal("connection unusable after the subtests")
+	}
+}
+
+func TestOpenSSHHostKeys(t *testing.T) {
+	s := startSSHD(t)
+	// sshd has ed25519, ECDSA and RSA keys; whichever one known_hosts lists is the one
+	// verified.
+	for _, kind := range []string{"ed25519", "ecdsa", "rsa"} {
+		t.Run(kind, func(t *testing.T) {
+			kh := s.knownHosts(t, filepath.Join(t.TempDir(), "known_hosts"), kind)
+			c := client(t, s.pool(t, func(c *sshx.Config) { c.KnownHostsFile = kh }), s.Addr)
+			if got, want := c.HostKeyFingerprint(), s.fingerprint(t, kind); got != want {
+				t.Errorf("verified %s, want the %s key %s", got, kind, want)
+			}
+		})
+	}
+	t.Run("changed", func(t *testing.T) {
+		kh := filepath.Join(t.TempDir(), "known_hosts")
+		os.WriteFile(kh, []byte(knownhosts.Line([]string{s.Addr}, sshtest.NewSigner(t).PublicKey())+"\n"), 0o644)
+		_, err := s.pool(t, func(c *sshx.Config) { c.KnownHostsFile = kh }).Client(testCtx(t), s.Addr)
+		if !errors.Is(err, sshx.ErrHostKeyChanged) || !strings.Contains(err.Error(), s.fingerprint(t, "ed25519")) {
+			t.Errorf("Client with a different known key: %v", err)
+		}
+	})
+	t.Run("unknown", func(t *testing.T) {
+		kh := filepath.Join(t.TempDir(), "known_hosts")
+		os.WriteFile(kh, nil, 0o644)
+		_, err := s.pool(t, func(c *sshx.Config) { c.KnownHostsFile = kh }).Client(testCtx(t), s.Addr)
+		if !errors.Is(err, sshx.ErrUnknownHostKey) || !strings.Contains(err.Error(), "SHA256:") {
+			t.Errorf("Client with an empty known_hosts: %v", err)
+		}
+	})
+}
