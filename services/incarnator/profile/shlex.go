@@ -25,6 +25,7 @@ const (
 	fArith         // $(( ... ))
 	fParam         // ${ ... }
 	fComment       // # ... end of line
+	fAnsi          // bash's $' ... '
 )
 
 type lexer struct {
@@ -83,7 +84,7 @@ func lexPlaces(src string) ([]Place, error) {
 }
 
 func frameName(f frame) string {
-	return [...]string{"plain text", "$(...)", "double quotes", "single quotes", "backquotes", "$((...))", "${...}", "a comment"}[f]
+	return [...]string{"plain text", "$(...)", "double quotes", "single quotes", "backquotes", "$((...))", "${...}", "a comment", "$'...'"}[f]
 }
 
 func (l *lexer) at(i int) byte {
@@ -109,6 +110,14 @@ func (l *lexer) step(i int) int {
 		}
 		return i + 1
 	case fSingle:
+		if c == '\'' {
+			l.pop()
+		}
+		return i + 1
+	case fAnsi:
+		if c == '\\' {
+			return i + 2
+		}
 		if c == '\'' {
 			l.pop()
 		}
@@ -178,6 +187,8 @@ func (l *lexer) dollar(i int) int {
 	case '\'':
 		if l.top() != fDouble {
 			l.distrust("bash's $'...' quoting, which POSIX shells read differently")
+			l.push(fAnsi)
+			return i + 2
 		}
 	case 0:
 		l.places = append(l.places, Place{Kind: PlaceUnsafe, Reason: "right after a $"})
