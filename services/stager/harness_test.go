@@ -15,13 +15,13 @@ import (
 
 // env is an embedded JetStream with the JOBS stream and a store, for one test.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	bus   *bus.Bus
 	store *events.Store
 	now   time.Time
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	ctx := context.Background()
 	b, err := bus.Open(ctx, bus.Config{DataDir: t.TempDir()})
@@ -65,7 +65,7 @@ func (e *env) start(cfg Config) (stop func()) {
 	return stop
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(string(p))
@@ -126,7 +126,8 @@ func (e *env) waitFor(id string, what string, cond func(events.State) bool) even
 			return st
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("job %s never got %s; status %s, reason %q, transfers %+v (err %v)", id, what, st.Status, st.Reason, st.Transfers, err)
+			last := st.Transfers[max(0, len(st.Transfers)-3):]
+			e.t.Fatalf("job %s never got %s; status %s, reason %q, %d transfers, last %+v (err %v)", id, what, st.Status, st.Reason, len(st.Transfers), last, err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -115,6 +115,8 @@ func (c Config) withDefaults() Config {
 // Store is what the stager needs of the event store.
 type Store interface {
 	Decide(ctx context.Context, jobID string, decide events.Decision) (events.State, error)
+	// DecideFrom decides from a state already folded, reloading only on a conflict.
+	DecideFrom(ctx context.Context, st events.State, decide events.Decision) (events.State, error)
 }
 
 // Deps are the stager's live collaborators.
@@ -240,7 +242,7 @@ func (s *stager) stageIn(ctx context.Context, d events.Delivery) error {
 			return err
 		}
 	}
-	r := run{s: s, jobID: st.JobID, status: st.Status, wd: wd, touch: touch(d), stopOnFailure: true}
+	r := run{s: s, jobID: st.JobID, status: st.Status, wd: wd, touch: touch(d), stopOnFailure: true, rec: &recorder{st: st}}
 	failures, err := r.execute(ctx, st, items)
 	if errors.Is(err, errMovedOn) {
 		return nil
@@ -309,7 +311,7 @@ func (s *stager) stageOut(ctx context.Context, d events.Delivery) error {
 		return err
 	}
 	defer wd.Close()
-	r := run{s: s, jobID: st.JobID, status: events.StatusStagingOut, wd: wd, touch: touch(d)}
+	r := run{s: s, jobID: st.JobID, status: events.StatusStagingOut, wd: wd, touch: touch(d), rec: &recorder{st: st}}
 	failures, err := r.execute(ctx, st, items)
 	if errors.Is(err, errMovedOn) {
 		return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/gridwire/gridwire/events"
@@ -35,6 +36,15 @@ type run struct {
 	touch  func()
 	// stopOnFailure ends the pass at the first exhausted item (stage-in: the job fails).
 	stopOnFailure bool
+	rec           *recorder
+}
+
+// recorder serialises a pass's appends and keeps the state they produced, so each
+// attempt is appended without reloading the job's history (and without the pass's own
+// transfers conflicting with each other).
+type recorder struct {
+	mu sync.Mutex
+	st events.State
 }
 
 // execute runs every item not yet done, up to the configured number at once, and
@@ -144,7 +154,9 @@ func (r run) attempt(ctx context.Context, it item) (copied, error) {
 // record appends one attempt, provided the job is still staging and the attempt's
 // number follows the records (so a restarted or concurrent stager never duplicates it).
 func (r run) record(ctx context.Context, td events.TransferData) error {
-	_, err := r.s.deps.Store.Decide(context.WithoutCancel(ctx), r.jobID, func(st events.State) ([]events.Event, error) {
+	r.rec.mu.Lock()
+	defer r.rec.mu.Unlock()
+	st, err := r.s.deps.Store.DecideFrom(context.WithoutCancel(ctx), r.rec.st, func(st events.State) ([]events.Event, error) {
 		if st.Status != r.status {
 			return nil, errMovedOn
 		}
@@ -154,6 +166,9 @@ func (r run) record(ctx context.Context, td events.TransferData) error {
 		e, err := events.New(st.JobID, events.Transfer, "", r.s.deps.Now(), td)
 		return []events.Event{e}, err
 	})
+	if err == nil {
+		r.rec.st = st
+	}
 	return err
 }
 
