@@ -356,3 +356,167 @@ func TestOpenSSHHostKeys(t *testing.T) {
 		}
 	})
 }
+
+// The benchmarks below compare sshx with the OpenSSH client against the same sshd:
+// commands over one connection (sshx) vs over a ControlMaster socket (ssh), and SFTP
+// file transfers (sshx) vs scp (which speaks SFTP since OpenSSH 9).
+
+func BenchmarkOpenSSHRunTrue(b *testing.B) {
+	s := startSSHD(b)
+	c := client(b, s.pool(b), s.Addr)
+	ctx := context.Background()
+	b.ResetTimer()
+	for b.Loop() {
+		if res, err := c.Run(ctx, "true", nil); err != nil || res.ExitCode != 0 {
+			b.Fatalf("Run: %v, exit %d", err, res.ExitCode)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cmds/s")
+}
+
+func BenchmarkOpenSSHRunTrueParallel(b *testing.B) {
+	s := startSSHD(b)
+	c := client(b, s.pool(b), s.Addr)
+	b.SetParallelism(4)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if res, err := c.Run(context.Background(), "true", nil); err != nil || res.ExitCode != 0 {
+				b.Fatalf("Run: %v, exit %d", err, res.ExitCode)
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cmds/s")
+}
+
+// sshArgs are the OpenSSH client options that match the pool's config.
+func (s *sshd) sshArgs() []string {
+	_, port, _ := net.SplitHostPort(s.Addr)
+	return []string{"-i", s.ClientKeyFile, "-o", "UserKnownHostsFile=" + s.KnownHostsFile,
+		"-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
+		"-o", "Port=" + port, "-o", "User=" + s.User}
+}
+
+func BenchmarkOpenSSHControlMasterTrue(b *testing.B) {
+	s := startSSHD(b)
+	sock := filepath.Join(b.TempDir(), "cm")
+	master := exec.Command("ssh", append(s.sshArgs(), "-M", "-S", sock, "-N", "127.0.0.1")...)
+	if err := master.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { master.Process.Kill(); master.Wait() })
+	for exec.Command("ssh", append(s.sshArgs(), "-S", sock, "-O", "check", "127.0.0.1")...).Run() != nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if out, err := exec.Command("ssh", append(s.sshArgs(), "-S", sock, "127.0.0.1", "true")...).CombinedOutput(); err != nil {
+			b.Fatalf("ssh true: %v\n%s", err, out)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cmds/s")
+}
+
+const e2eFileSize = 64 << 20
+
+func localFile(b *testing.B) string {
+	path := filepath.Join(b.TempDir(), "local.bin")
+	if err := os.WriteFile(path, randomBytes(b, e2eFileSize), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+func BenchmarkOpenSSHSFTPUploadFile(b *testing.B) {
+	s := startSSHD(b)
+	c := client(b, s.pool(b), s.Addr)
+	local, remote := localFile(b), filepath.Join(s.Dir, "up.bin")
+	b.SetBytes(e2eFileSize)
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := c.UploadFile(context.Background(), local, remote); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkOpenSSHSFTPDownloadFile(b *testing.B) {
+	s := startSSHD(b)
+	c := client(b, s.pool(b), s.Addr)
+	remote := filepath.Join(s.Dir, "down.bin")
+	if _, err := c.UploadFile(context.Background(), localFile(b), remote); err != nil {
+		b.Fatal(err)
+	}
+	local := filepath.Join(b.TempDir(), "back.bin")
+	b.SetBytes(e2eFileSize)
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := c.DownloadFile(context.Background(), remote, local); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkOpenSSHScpUpload(b *testing.B) {
+	s := startSSHD(b)
+	local, remote := localFile(b), filepath.Join(s.Dir, "up.bin")
+	b.SetBytes(e2eFileSize)
+	b.ResetTimer()
+	for b.Loop() {
+		if out, err := exec.Command("scp", append(s.sshArgs(), "-q", local, "127.0.0.1:"+remote)...).CombinedOutput(); err != nil {
+			b.Fatalf("scp: %v\n%s", err, out)
+		}
+	}
+}
+
+func BenchmarkOpenSSHScpDownload(b *testing.B) {
+	s := startSSHD(b)
+	remote := filepath.Join(s.Dir, "down.bin")
+	if out, err := exec.Command("scp", append(s.sshArgs(), "-q", localFile(b), "127.0.0.1:"+remote)...).CombinedOutput(); err != nil {
+		b.Fatalf("scp: %v\n%s", err, out)
+	}
+	local := filepath.Join(b.TempDir(), "back.bin")
+	b.SetBytes(e2eFileSize)
+	b.ResetTimer()
+	for b.Loop() {
+		if out, err := exec.Command("scp", append(s.sshArgs(), "-q", "127.0.0.1:"+remote, local)...).CombinedOutput(); err != nil {
+			b.Fatalf("scp: %v\n%s", err, out)
+		}
+	}
+}
+
+// BenchmarkOpenSSHRawXCryptoTrue is the floor under BenchmarkOpenSSHRunTrue: bare
+// x/crypto/ssh, one connection, a session per `true`, no pool.
+func BenchmarkOpenSSHRawXCryptoTrue(b *testing.B) {
+	s := startSSHD(b)
+	keyBytes, err := os.ReadFile(s.ClientKeyFile)
+	if err != nil {
+		b.Fatal(err)
+	}
+	signer, err := ssh.ParsePrivateKey(keyBytes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cb, err := knownhosts.New(s.KnownHostsFile)
+	if err != nil {
+		b.Fatal(err)
+	}
+	conn, err := ssh.Dial("tcp", s.Addr, &ssh.ClientConfig{User: s.User, Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)},
+		HostKeyCallback: cb, HostKeyAlgorithms: []string{ssh.KeyAlgoED25519}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	b.ResetTimer()
+	for b.Loop() {
+		sess, err := conn.NewSession()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := sess.Run("true"); err != nil {
+			b.Fatal(err)
+		}
+		sess.Close()
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cmds/s")
+}
