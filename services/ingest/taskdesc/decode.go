@@ -102,7 +102,7 @@ func (d *decoder) topLevel(root *tree.Node, job *events.Job) {
 		case "requirements":
 			job.Requirements = d.requirements(v)
 		default:
-			d.list.Add(f.Line, f.Col, f.Key, "unknown field")
+			d.list.Add(f.Line, f.Col, keyName(f.Key), "unknown field")
 		}
 	}
 	if !d.haveVersion {
@@ -129,7 +129,7 @@ func (d *decoder) environment(v *tree.Node) []events.EnvVar {
 	env := make([]events.EnvVar, 0, len(v.Fields))
 	seen := make(map[string]string, len(v.Fields))
 	for _, f := range v.Fields {
-		field := "environment." + f.Key
+		field := "environment." + keyName(f.Key)
 		name := strings.ToUpper(f.Key)
 		if !validEnvName(name) {
 			d.list.Add(f.Line, f.Col, field, "is not a valid environment variable name (letters, digits, '_', not starting with a digit)")
@@ -145,6 +145,21 @@ func (d *decoder) environment(v *tree.Node) []events.EnvVar {
 		}
 	}
 	return env
+}
+
+// keyName is a key as it appears in a field path: as written when it is a plain word,
+// quoted otherwise (so an empty or odd key is still visible).
+func keyName(k string) string {
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !(c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return strconv.Quote(k)
+		}
+	}
+	if k == "" {
+		return `""`
+	}
+	return k
 }
 
 func validEnvName(s string) bool {

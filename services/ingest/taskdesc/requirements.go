@@ -19,7 +19,7 @@ func (d *decoder) requirements(v *tree.Node) events.Requirements {
 	nums := map[string]*int64{"smp_size": &r.SMPSize, "ram_size": &r.RAMSize,
 		"virtual_size": &r.VirtualSize, "cpu_hz": &r.CPUHz}
 	for _, f := range v.Fields {
-		field := "requirements." + f.Key
+		field := "requirements." + keyName(f.Key)
 		if p, ok := strs[f.Key]; ok {
 			*p, _ = d.nonEmpty(f.Value, field)
 			continue

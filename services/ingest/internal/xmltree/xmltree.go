@@ -61,7 +61,7 @@ func Parse(data []byte) (*Element, error) {
 	var stack []*Element
 	var text [][]byte
 	for {
-		line, col := dec.InputPos()
+		line, col := position(dec)
 		tok, err := dec.Token()
 		if errors.Is(err, io.EOF) {
 			break
@@ -121,8 +121,15 @@ func firstWord(b []byte) string {
 	return f[0]
 }
 
-func syntaxError(dec *xml.Decoder, err error) *SyntaxError {
+// position is the decoder's position, 1-based in both parts (InputPos gives column 0
+// just after a newline).
+func position(dec *xml.Decoder) (int, int) {
 	line, col := dec.InputPos()
+	return max(line, 1), max(col, 1)
+}
+
+func syntaxError(dec *xml.Decoder, err error) *SyntaxError {
+	line, col := position(dec)
 	var se *xml.SyntaxError
 	if errors.As(err, &se) {
 		return &SyntaxError{line, col, se.Msg}
