@@ -464,3 +464,126 @@ func substituteCopies(list []FileCopy, sub func(string) string) []FileCopy {
 	}
 	return out
 }
+
+// Admits reports whether an installed version satisfies the constraint ("name" alone
+// admits any version). Versions compare as CompareVersions does.
+func (c SoftwareConstraint) Admits(version string) bool {
+	if c.Op == "" {
+		return true
+	}
+	cmp := CompareVersions(version, c.Version)
+	switch c.Op {
+	case "<":
+		return cmp < 0
+	case "<=":
+		return cmp <= 0
+	case "==":
+		return cmp == 0
+	case ">":
+		return cmp > 0
+	case ">=":
+		return cmp >= 0
+	}
+	return false
+}
+
+// CompareVersions orders two version strings: -1, 0 or 1. They are split into runs of
+// digits and runs of letters (anything else separates); runs compare pairwise, digits
+// numerically (so 2.10 > 2.9, and 6 == 6.0 is false: 6.0 has one more run), letters as
+// text, and a digit run is newer than a letter run. When all shared runs are equal, the
+// version with more runs is newer.
+func CompareVersions(a, b string) int {
+	ra, rb := versionRuns(a), versionRuns(b)
+	for i := 0; i < len(ra) && i < len(rb); i++ {
+		if c := compareRun(ra[i], rb[i]); c != 0 {
+			return c
+		}
+	}
+	switch {
+	case len(ra) < len(rb):
+		return -1
+	case len(ra) > len(rb):
+		return 1
+	}
+	return 0
+}
+
+func versionRuns(v string) []string {
+	var runs []string
+	for i := 0; i < len(v); {
+		j := i
+		switch {
+		case isDigit(v[i]):
+			for j < len(v) && isDigit(v[j]) {
+				j++
+			}
+		case isLetter(v[i]):
+			for j < len(v) && isLetter(v[j]) {
+				j++
+			}
+		default:
+			i++
+			continue
+		}
+		runs = append(runs, v[i:j])
+		i = j
+	}
+	return runs
+}
+
+func compareRun(a, b string) int {
+	da, db := isDigit(a[0]), isDigit(b[0])
+	switch {
+	case da && !db:
+		return 1
+	case !da && db:
+		return -1
+	case da:
+		a, b = strings.TrimLeft(a, "0"), strings.TrimLeft(b, "0")
+		if len(a) != len(b) {
+			if len(a) < len(b) {
+				return -1
+			}
+			return 1
+		}
+	}
+	return strings.Compare(a, b)
+}
+
+func isDigit(c byte) bool  { return c >= '0' && c <= '9' }
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+// MatchWildcard reports whether s matches pattern, where * stands for any run of
+// characters (also none) and ? for exactly one; every other character stands for itself.
+// This is how the v3 description's OS and platform requirements match a target's info.
+func MatchWildcard(pattern, s string) bool {
+	p, v := []rune(pattern), []rune(s)
+	star, mark := -1, 0
+	i, j := 0, 0
+	for j < len(v) {
+		switch {
+		case i < len(p) && (p[i] == '?' || p[i] == v[j]):
+			i++
+			j++
+		case i < len(p) && p[i] == '*':
+			star, mark = i, j
+			i++
+		case star >= 0:
+			i = star + 1
+			mark++
+			j = mark
+		default:
+			return false
+		}
+	}
+	for i < len(p) && p[i] == '*' {
+		i++
+	}
+	return i == len(p)
+}
+
+// AllowsFork reports whether the Fork LRMS may be chosen: only when the requirements
+// name it as the LRMS or set fork to true.
+func (r Requirements) AllowsFork() bool {
+	return r.Fork != nil && *r.Fork || strings.EqualFold(r.LRMS, "fork")
+}

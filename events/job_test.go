@@ -65,3 +65,76 @@ func TestJobSubstitute(t *testing.T) {
 		t.Fatal("Substitute changed the original job")
 	}
 }
+
+func TestCompareVersions(t *testing.T) {
+	cases := []struct {
+		a, b string
+		want int
+	}{
+		{"2.6.35", "2.6.35", 0}, {"2.10", "2.9", 1}, {"6", "6.0", -1}, {"7", "6", 1},
+		{"1.0-rc2", "1.0-rc10", -1}, {"1.0", "1.0rc1", -1}, {"007", "7", 0}, {"1.a", "1.1", -1},
+		{"", "", 0}, {"", "1", -1},
+	}
+	for _, c := range cases {
+		if got := CompareVersions(c.a, c.b); got != c.want {
+			t.Errorf("CompareVersions(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
+		}
+		if got := CompareVersions(c.b, c.a); got != -c.want {
+			t.Errorf("CompareVersions(%q, %q) = %d, want %d", c.b, c.a, got, -c.want)
+		}
+	}
+}
+
+func TestSoftwareAdmits(t *testing.T) {
+	// The spec's example: "mvapich, abinit > 6, orca==2.6.35".
+	cases := []struct {
+		c       SoftwareConstraint
+		version string
+		want    bool
+	}{
+		{SoftwareConstraint{Name: "mvapich"}, "", true},
+		{SoftwareConstraint{Name: "abinit", Op: ">", Version: "6"}, "6.1", true},
+		{SoftwareConstraint{Name: "abinit", Op: ">", Version: "6"}, "5.9", false},
+		{SoftwareConstraint{Name: "orca", Op: "==", Version: "2.6.35"}, "2.6.35", true},
+		{SoftwareConstraint{Name: "orca", Op: "==", Version: "2.6.36"}, "2.6.35", false},
+		{SoftwareConstraint{Name: "x", Op: "<", Version: "2"}, "1.9", true},
+		{SoftwareConstraint{Name: "x", Op: "<=", Version: "2"}, "2", true},
+		{SoftwareConstraint{Name: "x", Op: ">=", Version: "2"}, "1", false},
+		{SoftwareConstraint{Name: "x", Op: "!=", Version: "2"}, "1", false},
+	}
+	for _, c := range cases {
+		if got := c.c.Admits(c.version); got != c.want {
+			t.Errorf("%+v.Admits(%q) = %v", c.c, c.version, got)
+		}
+	}
+}
+
+func TestMatchWildcard(t *testing.T) {
+	cases := []struct {
+		p, s string
+		want bool
+	}{
+		{"Linux", "Linux", true}, {"Linux", "linux", false}, {"2.6.*", "2.6.32-504", true},
+		{"2.6.*", "3.10", false}, {"?", "7", true}, {"?", "", false}, {"*", "", true},
+		{"x86_6?", "x86_64", true}, {"*a*b*", "xxaxxbxx", true}, {"*a*b", "ab_a", false},
+		{"[abc]", "[abc]", true}, {"Ubuntü*", "Ubuntü 20", true},
+	}
+	for _, c := range cases {
+		if got := MatchWildcard(c.p, c.s); got != c.want {
+			t.Errorf("MatchWildcard(%q, %q) = %v", c.p, c.s, got)
+		}
+	}
+}
+
+func TestAllowsFork(t *testing.T) {
+	yes, no := true, false
+	for _, c := range []struct {
+		r    Requirements
+		want bool
+	}{{Requirements{}, false}, {Requirements{LRMS: "Fork"}, true}, {Requirements{Fork: &yes}, true},
+		{Requirements{Fork: &no, LRMS: "PBS"}, false}} {
+		if c.r.AllowsFork() != c.want {
+			t.Errorf("%+v.AllowsFork() != %v", c.r, c.want)
+		}
+	}
+}

@@ -203,6 +203,9 @@ func (d *decoder) want(v *tree.Node, k tree.Kind, field string) bool {
 }
 
 func (d *decoder) str(v *tree.Node, field string) (string, bool) {
+	if v.Plain {
+		return v.Raw, true
+	}
 	if !d.want(v, tree.String, field) {
 		return "", false
 	}

@@ -12,6 +12,9 @@ import (
 // value but whitespace is an error, as are duplicate keys and nesting past MaxDepth.
 func ParseJSON(data []byte) (*Node, error) {
 	p := jsonParser{data: data, line: 1}
+	if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) { // a UTF-8 byte order mark may lead
+		p.off, p.lineStart = 3, 3
+	}
 	p.skipSpace()
 	n, err := p.value(0)
 	if err != nil {

@@ -29,7 +29,11 @@ const MaxDepth = 64
 // Node is one value. Text holds a string's value, a number's literal (decimal) or
 // "true"/"false".
 type Node struct {
-	Kind   Kind
+	Kind Kind
+	// Plain marks an unquoted YAML scalar YAML typed as a number or boolean; Raw is its
+	// text as written. A string attribute accepts it (os_release: 7.2 means "7.2").
+	Plain  bool
+	Raw    string
 	Line   int
 	Col    int
 	Text   string

@@ -115,6 +115,9 @@ func yamlMapping(n *Node, y *yaml.Node, depth int) error {
 
 func yamlScalar(n *Node, y *yaml.Node) error {
 	n.Text = y.Value
+	if y.Style == 0 && (y.Tag == "!!int" || y.Tag == "!!float" || y.Tag == "!!bool") {
+		n.Plain, n.Raw = true, y.Value
+	}
 	switch y.Tag {
 	case "!!str":
 		n.Kind = String
