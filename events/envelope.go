@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	ce "github.com/cloudevents/sdk-go/v2/event"
@@ -19,6 +20,10 @@ const (
 	ExtPrevHash = "prevhash"
 	// ExtPrincipal names who caused the event (a token's principal, a service).
 	ExtPrincipal = "principal"
+	// ExtPrevSeq holds the stream sequence of the job's previous event (decimal), so a
+	// job's history can be walked back from its last event in O(events) whatever the
+	// size of the stream; absent on a job's first event.
+	ExtPrevSeq = "prevseq"
 )
 
 // Event is one fact about one job: a CloudEvent in structured mode with a JSON body.
@@ -32,6 +37,7 @@ type Event struct {
 	Route     string          `json:"route,omitempty"`     // cluster the event is addressed to
 	Principal string          `json:"principal,omitempty"` // who caused it
 	PrevHash  string          `json:"prevhash,omitempty"`  // hash of the job's previous event
+	PrevSeq   uint64          `json:"prevseq,omitempty"`   // stream sequence of the job's previous event
 	Data      json.RawMessage `json:"data,omitempty"`      // the payload
 
 	Seq     uint64 `json:"seq,omitempty"`     // stream sequence, once stored
@@ -100,6 +106,9 @@ func (e Event) Encode() ([]byte, error) {
 	if e.Principal != "" {
 		c.SetExtension(ExtPrincipal, e.Principal)
 	}
+	if e.PrevSeq != 0 {
+		c.SetExtension(ExtPrevSeq, strconv.FormatUint(e.PrevSeq, 10))
+	}
 	data := e.Data
 	if len(data) == 0 {
 		data = json.RawMessage("{}")
@@ -132,6 +141,13 @@ func Decode(body []byte) (Event, error) {
 	}
 	e.PrevHash, _ = stringExt(c, ExtPrevHash)
 	e.Principal, _ = stringExt(c, ExtPrincipal)
+	if ps, ok := stringExt(c, ExtPrevSeq); ok {
+		n, err := strconv.ParseUint(ps, 10, 64)
+		if err != nil {
+			return Event{}, fmt.Errorf("%w: %s %q", ErrBadEvent, ExtPrevSeq, ps)
+		}
+		e.PrevSeq = n
+	}
 	return e, nil
 }
 

@@ -20,6 +20,7 @@ type Store struct {
 	source  string
 	timeout time.Duration
 	retries int
+	cache   *stateCache
 }
 
 // StoreOption tunes a Store.
@@ -28,13 +29,16 @@ type StoreOption func(*Store)
 // WithTimeout bounds each request to the server (default 5s).
 func WithTimeout(d time.Duration) StoreOption { return func(s *Store) { s.timeout = d } }
 
+// WithStateCache keeps up to n folded job states in memory (default 65536; 0 disables).
+func WithStateCache(n int) StoreOption { return func(s *Store) { s.cache = newStateCache(n) } }
+
 // WithConflictRetries bounds how often Decide reloads after a conflict (default 16).
 func WithConflictRetries(n int) StoreOption { return func(s *Store) { s.retries = n } }
 
 // NewStore returns a store whose events carry the given source (the emitting service
 // instance, e.g. "gridwire/executor/host-1").
 func NewStore(nc *nats.Conn, js jetstream.JetStream, source string, opts ...StoreOption) *Store {
-	s := &Store{nc: nc, js: js, source: source, timeout: 5 * time.Second, retries: 16}
+	s := &Store{nc: nc, js: js, source: source, timeout: 5 * time.Second, retries: 16, cache: newStateCache(1 << 16)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -51,11 +55,69 @@ type History struct {
 }
 
 // Load returns every event of a job in order. A job with no events is an empty history,
-// not an error.
+// not an error. It reads the job's last event and walks back through each event's
+// prevseq link, so its cost is the job's length, not the stream's; a history with an
+// event that has no link (written by something other than a Store) is read by a forward
+// scan instead.
 func (s *Store) Load(ctx context.Context, jobID string) (History, error) {
 	if !validJobID(jobID) {
 		return History{}, fmt.Errorf("%w: job id %q", ErrBadEvent, jobID)
 	}
+	h, ok, err := s.walkBack(ctx, jobID)
+	if err != nil {
+		return History{}, fmt.Errorf("loading job %s: %w", jobID, err)
+	}
+	if ok {
+		return h, nil
+	}
+	return s.scanJob(ctx, jobID)
+}
+
+// walkBack follows prevseq links from the job's last event. ok is false when a link is
+// missing or does not lead to an event of the same job.
+func (s *Store) walkBack(ctx context.Context, jobID string) (History, bool, error) {
+	last, found, err := s.directGet(ctx, map[string]any{"last_by_subj": JobFilter(jobID)})
+	if err != nil || !found {
+		return History{}, err == nil, err
+	}
+	evs, ok, err := s.walkTo(ctx, last, 0)
+	if err != nil || !ok {
+		return History{}, ok, err
+	}
+	return History{Events: evs, LastSeq: last.Seq}, true, nil
+}
+
+// walkTo returns, in order, the job's events after sequence `after` up to and including
+// last, read backwards through prevseq links. With after = 0 it must reach the job's
+// submitted event. ok is false when the links do not lead there.
+func (s *Store) walkTo(ctx context.Context, last Event, after uint64) ([]Event, bool, error) {
+	rev := []Event{last}
+	for e := last; e.PrevSeq != after; {
+		if e.PrevSeq == 0 || e.PrevSeq < after {
+			return nil, false, nil
+		}
+		prev, found, err := s.directGet(ctx, map[string]any{"seq": e.PrevSeq})
+		if err != nil {
+			return nil, false, err
+		}
+		if !found || prev.JobID != last.JobID || prev.Seq >= e.Seq {
+			return nil, false, nil
+		}
+		rev = append(rev, prev)
+		e = prev
+	}
+	if after == 0 && rev[len(rev)-1].Name != Submitted {
+		return nil, false, nil
+	}
+	evs := make([]Event, len(rev))
+	for i, e := range rev {
+		evs[len(rev)-1-i] = e
+	}
+	return evs, true, nil
+}
+
+// scanJob reads a job's events by scanning the stream forward for its subjects.
+func (s *Store) scanJob(ctx context.Context, jobID string) (History, error) {
 	var h History
 	next := uint64(1)
 	for {
@@ -74,16 +136,79 @@ func (s *Store) Load(ctx context.Context, jobID string) (History, error) {
 	}
 }
 
-// State loads and folds a job.
+// directGet fetches one stored message with a direct get request.
+func (s *Store) directGet(ctx context.Context, req map[string]any) (Event, bool, error) {
+	body, _ := json.Marshal(req)
+	gctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	m, err := s.nc.RequestWithContext(gctx, "$JS.API.DIRECT.GET."+Stream, body)
+	if err != nil {
+		return Event{}, false, fmt.Errorf("direct get: %w", err)
+	}
+	switch m.Header.Get("Status") {
+	case "":
+	case "404":
+		return Event{}, false, nil
+	default:
+		return Event{}, false, fmt.Errorf("direct get: status %s %s", m.Header.Get("Status"), m.Header.Get("Description"))
+	}
+	e, err := decodeStored(m)
+	return e, err == nil, err
+}
+
+// State returns a job's current folded state.
 func (s *Store) State(ctx context.Context, jobID string) (State, error) {
-	h, err := s.Load(ctx, jobID)
+	st, err := s.current(ctx, jobID)
+	if err == nil && st.Status == StatusNone {
+		return st, fmt.Errorf("%w: %s", ErrNotFound, jobID)
+	}
+	return st, err
+}
+
+// current folds a job up to its last stored event. When this store has folded the job
+// before, only the events after that are read; otherwise the whole history is.
+func (s *Store) current(ctx context.Context, jobID string) (State, error) {
+	if !validJobID(jobID) {
+		return State{}, fmt.Errorf("%w: job id %q", ErrBadEvent, jobID)
+	}
+	last, found, err := s.directGet(ctx, map[string]any{"last_by_subj": JobFilter(jobID)})
+	if err != nil || !found {
+		return State{JobID: jobID}, err
+	}
+	if cached, ok := s.cache.get(jobID); ok && cached.LastSeq <= last.Seq {
+		if cached.LastSeq == last.Seq {
+			return cached, nil
+		}
+		if newer, ok, err := s.walkTo(ctx, last, cached.LastSeq); err != nil {
+			return State{}, err
+		} else if ok {
+			return s.fold(cached, newer)
+		}
+	}
+	evs, ok, err := s.walkTo(ctx, last, 0)
 	if err != nil {
 		return State{}, err
 	}
-	if len(h.Events) == 0 {
-		return State{}, fmt.Errorf("%w: %s", ErrNotFound, jobID)
+	if !ok {
+		h, err := s.scanJob(ctx, jobID)
+		if err != nil {
+			return State{}, err
+		}
+		evs = h.Events
 	}
-	return Replay(h.Events)
+	return s.fold(State{}, evs)
+}
+
+func (s *Store) fold(from State, evs []Event) (State, error) {
+	st := from
+	for _, e := range evs {
+		var err error
+		if st, err = Apply(st, e); err != nil {
+			return st, fmt.Errorf("folding job %s: %w", e.JobID, err)
+		}
+	}
+	s.cache.put(st)
+	return st, nil
 }
 
 // ReadRange returns up to max events of the whole stream from sequence `from` on,
@@ -103,13 +228,19 @@ func (s *Store) Scan(ctx context.Context, filter string, from uint64, max int) (
 // A timeout or conflict is resolved by reading the job's last message: if it is this
 // event, the append landed and its sequence is returned.
 func (s *Store) Append(ctx context.Context, expect uint64, prevHash string, e Event) (uint64, error) {
+	seq, _, err := s.append(ctx, expect, prevHash, e)
+	return seq, err
+}
+
+// append is Append that also returns the chain hash of the body it stored.
+func (s *Store) append(ctx context.Context, expect uint64, prevHash string, e Event) (uint64, string, error) {
 	if e.Source == "" {
 		e.Source = s.source
 	}
-	e.PrevHash = prevHash
+	e.PrevHash, e.PrevSeq = prevHash, expect
 	body, err := e.Encode()
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	msg := &nats.Msg{Subject: e.subject(), Data: body, Header: nats.Header{}}
 	opts := []jetstream.PublishOpt{jetstream.WithMsgID(e.ID),
@@ -120,44 +251,33 @@ func (s *Store) Append(ctx context.Context, expect uint64, prevHash string, e Ev
 		ack, err := s.js.PublishMsg(pctx, msg, opts...)
 		cancel()
 		if err == nil {
-			return ack.Sequence, nil
+			return ack.Sequence, HashOf(body), nil
 		}
 		lastErr = err
 		if !isConflict(err) && !isTimeout(err) {
-			return 0, fmt.Errorf("appending %s to job %s: %w", e.Name, e.JobID, err)
+			return 0, "", fmt.Errorf("appending %s to job %s: %w", e.Name, e.JobID, err)
 		}
 		seq, landed, lerr := s.landed(ctx, e)
 		if lerr == nil && landed {
-			return seq, nil
+			return seq, HashOf(body), nil
 		}
 		if isConflict(err) && lerr == nil {
-			return 0, fmt.Errorf("appending %s to job %s at %d: %w", e.Name, e.JobID, expect, ErrConflict)
+			return 0, "", fmt.Errorf("appending %s to job %s at %d: %w", e.Name, e.JobID, expect, ErrConflict)
 		}
 		if ctx.Err() != nil {
-			return 0, ctx.Err()
+			return 0, "", ctx.Err()
 		}
 	}
-	return 0, fmt.Errorf("appending %s to job %s: %w", e.Name, e.JobID, lastErr)
+	return 0, "", fmt.Errorf("appending %s to job %s: %w", e.Name, e.JobID, lastErr)
 }
 
 // landed reads the job's last message and reports whether it is the given event.
 func (s *Store) landed(ctx context.Context, e Event) (uint64, bool, error) {
-	gctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	req, _ := json.Marshal(map[string]string{"last_by_subj": JobFilter(e.JobID)})
-	m, err := s.nc.RequestWithContext(gctx, "$JS.API.DIRECT.GET."+Stream, req)
-	if err != nil {
+	last, found, err := s.directGet(ctx, map[string]any{"last_by_subj": JobFilter(e.JobID)})
+	if err != nil || !found {
 		return 0, false, err
 	}
-	switch m.Header.Get("Status") {
-	case "":
-	case "404":
-		return 0, false, nil
-	default:
-		return 0, false, fmt.Errorf("direct get: status %s", m.Header.Get("Status"))
-	}
-	seq, _ := strconv.ParseUint(m.Header.Get("Nats-Sequence"), 10, 64)
-	return seq, m.Header.Get(jetstream.MsgIDHeader) == e.ID, nil
+	return last.Seq, last.ID == e.ID, nil
 }
 
 // Decision is what a service wants appended after seeing a job's state; nil or empty
@@ -169,13 +289,9 @@ type Decision func(State) ([]Event, error)
 // state after the appended events.
 func (s *Store) Decide(ctx context.Context, jobID string, decide Decision) (State, error) {
 	for attempt := 0; attempt <= s.retries; attempt++ {
-		h, err := s.Load(ctx, jobID)
+		st, err := s.current(ctx, jobID)
 		if err != nil {
-			return State{}, err
-		}
-		st, err := Replay(h.Events)
-		if err != nil {
-			return st, fmt.Errorf("folding job %s: %w", jobID, err)
+			return st, err
 		}
 		st, err = s.decideOnce(ctx, st, decide)
 		if errors.Is(err, ErrConflict) {
@@ -208,21 +324,20 @@ func (s *Store) decideOnce(ctx context.Context, st State, decide Decision) (Stat
 		if e.Source == "" {
 			e.Source = s.source
 		}
-		e.PrevHash = st.LastHash
+		e.PrevHash, e.PrevSeq = st.LastHash, st.LastSeq
 		// Fold before appending: an illegal event is refused without touching the log.
 		if _, err := Apply(st, e); err != nil {
 			return st, err
 		}
-		seq, err := s.Append(ctx, st.LastSeq, st.LastHash, e)
+		seq, hash, err := s.append(ctx, st.LastSeq, st.LastHash, e)
 		if err != nil {
 			return st, err
 		}
-		e.Seq, e.Subject = seq, e.subject()
-		body, _ := e.Encode()
-		e.Hash = HashOf(body)
+		e.Seq, e.Subject, e.Hash = seq, e.subject(), hash
 		if st, err = Apply(st, e); err != nil {
 			return st, err
 		}
+		s.cache.put(st)
 	}
 	return st, nil
 }

@@ -12,7 +12,9 @@ import (
 	"github.com/gridwire/gridwire/pkg/bus"
 )
 
-func openStore(t *testing.T) (*bus.Bus, *events.Store) {
+func openStore(t *testing.T) (*bus.Bus, *events.Store) { return openStoreB(t) }
+
+func openStoreB(t testing.TB) (*bus.Bus, *events.Store) {
 	t.Helper()
 	ctx := context.Background()
 	b, err := bus.Open(ctx, bus.Config{DataDir: t.TempDir()})
@@ -219,5 +221,38 @@ func TestLoadOfManyEventsPagesThrough(t *testing.T) {
 	}
 	if len(h.Events) != 1501 {
 		t.Fatalf("loaded %d events, want 1501", len(h.Events))
+	}
+}
+
+func TestCachedStateSeesOtherWriters(t *testing.T) {
+	b, a := openStore(t)
+	other := events.NewStore(b.Conn, b.JS, "test/other")
+	ctx := context.Background()
+	id := events.NewID()
+	if _, err := a.Create(ctx, submitted(t, id)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.State(ctx, id); err != nil { // a now caches the job
+		t.Fatal(err)
+	}
+	for _, name := range []events.Name{events.HoldRequested, events.CancelRequested} {
+		if _, err := other.Decide(ctx, id, func(events.State) ([]events.Event, error) {
+			e, err := events.New(id, name, "", t0, events.Note{})
+			return []events.Event{e}, err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := a.State(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.CancelRequested || !st.HoldRequested || st.Events != 3 {
+		t.Fatalf("cached store missed the other writer's events: %+v", st)
+	}
+	h, _ := a.Load(ctx, id)
+	replayed, _ := events.Replay(h.Events)
+	if diff := cmp.Diff(replayed, st); diff != "" {
+		t.Fatalf("incremental fold differs from replay:\n%s", diff)
 	}
 }
