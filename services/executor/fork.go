@@ -30,12 +30,18 @@ type ForkTarget struct {
 	StaleLock time.Duration
 }
 
-// errStartInProgress asks for a redelivery: another attempt holds the start lock.
+// errStartInProgress asks for a redelivery: another attempt owns the job's start.
 var errStartInProgress = errors.New("executor: another start of this job is in progress")
 
-const startLock = events.ControlDir + "/start.lock"
+// maxInlineScript is the largest script passed to sh -c; a larger one is written to the
+// job's script file first (the kernel caps one argument at 128 KiB).
+const maxInlineScript = 96 << 10
 
-// Start implements Target.
+// Start implements Target. Creating the job's native ID marker (empty, exclusively) is
+// the start lock: the attempt that creates it starts the job; any later attempt adopts
+// the run recorded in it. The child writes its own PID into the marker before anything
+// else, so a run exists on disk the moment it exists at all, whatever happens to this
+// process.
 func (f *ForkTarget) Start(ctx context.Context, st events.State) (events.StartedData, error) {
 	inc := st.Incarnation
 	if inc == nil || inc.WorkDir == "" || !filepath.IsAbs(inc.WorkDir) {
@@ -46,33 +52,48 @@ func (f *ForkTarget) Start(ctx context.Context, st events.State) (events.Started
 		return events.StartedData{}, fmt.Errorf("job %s has no %s script", st.JobID, events.ScriptJob)
 	}
 	wd := inc.WorkDir
-	if err := os.MkdirAll(filepath.Join(wd, events.ControlDir), 0o700); err != nil {
+	if err := os.Mkdir(filepath.Join(wd, events.ControlDir), 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		// The stager normally made both; make whatever is missing.
+		if err := os.MkdirAll(filepath.Join(wd, events.ControlDir), 0o700); err != nil {
+			return events.StartedData{}, err
+		}
+	}
+	if err := f.lock(wd); err != nil {
+		if pid, ok := readMarker(wd); ok {
+			return f.started(pid, true), nil
+		}
 		return events.StartedData{}, err
 	}
-	if pid, ok := readMarker(wd); ok {
-		return f.started(pid, true), nil
-	}
-	if err := f.takeLock(wd); err != nil {
+	cmd, err := f.command(wd, st.JobID, script.Body)
+	if err != nil {
 		return events.StartedData{}, err
 	}
-	if err := writeFileAtomic(filepath.Join(wd, events.ScriptFile), []byte(script.Body), 0o700); err != nil {
-		return events.StartedData{}, err
-	}
-	// The child records its own PID before anything else, so a run exists on disk the
-	// moment it exists at all, whatever happens to this process; then it sources the job
-	// script in the same shell (no second exec).
-	cmd := exec.Command("/bin/sh", "-c", "echo $$ >"+events.StartMarker+" && . ./"+events.ScriptFile)
-	cmd.Dir = wd
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + os.Getenv("HOME"), events.VarJobID + "=" + st.JobID,
-		events.VarWorkDir + "=" + wd}
 	if err := cmd.Start(); err != nil {
-		_ = os.Remove(filepath.Join(wd, startLock))
+		// Nothing runs: give the lock back so a retry starts cleanly.
+		_ = os.Remove(filepath.Join(wd, events.StartMarker))
 		return events.StartedData{}, fmt.Errorf("spawning job %s: %w", st.JobID, err)
 	}
-	pid := strconv.Itoa(cmd.Process.Pid)
 	go f.reap(cmd, st.JobID)
-	return f.started(pid, false), nil
+	return f.started(strconv.Itoa(cmd.Process.Pid), false), nil
+}
+
+// command is /bin/sh in a new session, in the working directory, recording its PID
+// first and then running the job script in the same shell (no second exec).
+func (f *ForkTarget) command(wd, jobID, body string) (*exec.Cmd, error) {
+	marker := "echo $$ >" + events.StartMarker + " || exit 112\n"
+	arg := marker + body
+	if len(body) > maxInlineScript {
+		if err := writeFileAtomic(filepath.Join(wd, events.ScriptFile), []byte(body), 0o700); err != nil {
+			return nil, err
+		}
+		arg = marker + ". ./" + events.ScriptFile + "\n"
+	}
+	cmd := exec.Command("/bin/sh", "-c", arg)
+	cmd.Dir = wd
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + os.Getenv("HOME"),
+		events.VarJobID + "=" + jobID, events.VarWorkDir + "=" + wd}
+	return cmd, nil
 }
 
 func (f *ForkTarget) started(pid string, adopted bool) events.StartedData {
@@ -80,34 +101,43 @@ func (f *ForkTarget) started(pid string, adopted bool) events.StartedData {
 	return events.StartedData{Cluster: f.Cluster, Host: host, NativeID: pid, Running: true, Adopted: adopted}
 }
 
-// takeLock marks that a start is being attempted. A lock left by an attempt that died
-// before spawning anything is taken over once it is stale.
-func (f *ForkTarget) takeLock(wd string) error {
-	path := filepath.Join(wd, startLock)
-	for range 2 {
-		fh, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-		if err == nil {
-			return fh.Close()
-		}
-		if !errors.Is(err, os.ErrExist) {
-			return err
-		}
-		fi, serr := os.Stat(path)
-		stale := f.StaleLock
-		if stale <= 0 {
-			stale = 10 * time.Second
-		}
-		if serr != nil || time.Since(fi.ModTime()) < stale {
-			return errStartInProgress
-		}
-		// The earlier attempt took the lock but wrote no marker for longer than any spawn
-		// takes: it died before starting the job. Check once more, then take over.
-		if _, ok := readMarker(wd); ok {
-			return errStartInProgress
-		}
-		_ = os.Remove(path)
+// lock creates the empty native ID marker. If an earlier attempt created it but no run
+// has written its PID there for longer than any spawn takes, that attempt died before
+// starting the job: its marker is moved aside (one racer wins the rename) and the lock
+// retaken.
+func (f *ForkTarget) lock(wd string) error {
+	path := filepath.Join(wd, events.StartMarker)
+	err := createExclusive(path)
+	if err == nil || !errors.Is(err, os.ErrExist) {
+		return err
 	}
-	return errStartInProgress
+	if _, ok := readMarker(wd); ok {
+		return errStartInProgress
+	}
+	stale := f.StaleLock
+	if stale <= 0 {
+		stale = 10 * time.Second
+	}
+	fi, err := os.Stat(path)
+	if err != nil || time.Since(fi.ModTime()) < stale {
+		return errStartInProgress
+	}
+	if err := os.Rename(path, fmt.Sprintf("%s.abandoned-%d", path, time.Now().UnixNano())); err != nil {
+		return errStartInProgress
+	}
+	f.Logger.Warn("took over an abandoned start", "dir", wd)
+	if err := createExclusive(path); err != nil {
+		return errStartInProgress
+	}
+	return nil
+}
+
+func createExclusive(path string) error {
+	fh, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	return fh.Close()
 }
 
 // reap waits for the child so it does not linger as a zombie, then hints the watcher.
