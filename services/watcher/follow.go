@@ -65,12 +65,14 @@ type follower struct {
 
 	mu   sync.Mutex
 	jobs map[string]*Watched
+	due  map[string]bool // jobs to probe at once (hinted, or just followed)
 	wake chan struct{}
 }
 
 func newFollower(cfg Config, deps Deps, cluster string, kv jetstream.KeyValue, p Prober) *follower {
 	return &follower{cfg: cfg, deps: deps, cluster: cluster, kv: kv, prober: p,
-		log: deps.Logger.With("cluster", cluster), jobs: map[string]*Watched{}, wake: make(chan struct{}, 1)}
+		log: deps.Logger.With("cluster", cluster), jobs: map[string]*Watched{}, due: map[string]bool{},
+		wake: make(chan struct{}, 1)}
 }
 
 func (f *follower) run(ctx context.Context) error {
@@ -78,7 +80,7 @@ func (f *follower) run(ctx context.Context) error {
 		return err
 	}
 	if f.deps.Conn != nil {
-		sub, err := f.deps.Conn.Subscribe(events.HintSubject("exit", f.cluster), func(*nats.Msg) { f.poke() })
+		sub, err := f.deps.Conn.Subscribe(events.HintSubject("exit", f.cluster), func(m *nats.Msg) { f.poke(string(m.Data)) })
 		if err != nil {
 			return err
 		}
@@ -137,19 +139,24 @@ func (f *follower) follow(ctx context.Context, d events.Delivery) error {
 		f.jobs[w.JobID] = w
 	}
 	f.mu.Unlock()
-	f.poke()
+	f.poke(w.JobID) // it may have ended before we followed it
 	return nil
 }
 
-func (f *follower) poke() {
+// poke asks for one job to be probed soon, ahead of the next full round.
+func (f *follower) poke(jobID string) {
+	f.mu.Lock()
+	f.due[jobID] = true
+	f.mu.Unlock()
 	select {
 	case f.wake <- struct{}{}:
 	default:
 	}
 }
 
-// pollLoop probes all followed jobs in one batch per round. The interval halves back to
-// PollMin whenever something happened and doubles toward PollMax while nothing does.
+// pollLoop probes the followed jobs. A full round probes all of them in one batch; its
+// interval halves back to PollMin whenever something happened and doubles toward
+// PollMax while nothing does. Between rounds, hinted jobs are probed on their own.
 func (f *follower) pollLoop(ctx context.Context) {
 	interval := f.cfg.PollMin
 	timer := time.NewTimer(interval)
@@ -159,9 +166,11 @@ func (f *follower) pollLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-f.wake:
+			f.pollOnce(ctx, f.takeDue())
+			continue
 		case <-timer.C:
 		}
-		if f.pollOnce(ctx) {
+		if f.pollOnce(ctx, f.snapshot()) {
 			interval = f.cfg.PollMin
 		} else {
 			interval = min(interval*2, f.cfg.PollMax)
@@ -170,14 +179,34 @@ func (f *follower) pollLoop(ctx context.Context) {
 	}
 }
 
-// pollOnce reports whether anything changed.
-func (f *follower) pollOnce(ctx context.Context) bool {
+// snapshot is every followed job.
+func (f *follower) snapshot() []Watched {
 	f.mu.Lock()
+	defer f.mu.Unlock()
+	clear(f.due)
 	batch := make([]Watched, 0, len(f.jobs))
 	for _, w := range f.jobs {
 		batch = append(batch, *w)
 	}
-	f.mu.Unlock()
+	return batch
+}
+
+// takeDue is the followed jobs that were hinted since the last look.
+func (f *follower) takeDue() []Watched {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	batch := make([]Watched, 0, len(f.due))
+	for id := range f.due {
+		if w, ok := f.jobs[id]; ok {
+			batch = append(batch, *w)
+		}
+	}
+	clear(f.due)
+	return batch
+}
+
+// pollOnce probes a batch and reports whether anything changed.
+func (f *follower) pollOnce(ctx context.Context, batch []Watched) bool {
 	if len(batch) == 0 {
 		return false
 	}
