@@ -8,9 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gridwire/gridwire/events"
@@ -27,6 +29,8 @@ type benchOpts struct {
 	latJobs    int
 	workers    int
 	json       bool
+	cpuProfile string
+	workRoot   string
 }
 
 func benchCmd(e *env) *cobra.Command {
@@ -43,6 +47,17 @@ func benchCmd(e *env) *cobra.Command {
 				}
 				defer os.RemoveAll(d)
 				o.data = d
+			}
+			if o.cpuProfile != "" {
+				pf, err := os.Create(o.cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer pf.Close()
+				if err := pprof.StartCPUProfile(pf); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
 			}
 			r, err := runBench(cmd.Context(), e, o)
 			if err != nil {
@@ -61,17 +76,22 @@ func benchCmd(e *env) *cobra.Command {
 	cmd.Flags().IntVar(&o.latJobs, "latency-jobs", 300, "jobs, one at a time, for the latency run")
 	cmd.Flags().IntVar(&o.workers, "spawners", 8, "concurrent spawners for the raw spawn rate (the executor's workers)")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
+	cmd.Flags().StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run here")
+	cmd.Flags().StringVar(&o.workRoot, "work-root", "", "job working directories for the local cluster (default: under --data); JetStream stays under --data")
 	return cmd
 }
 
 type benchResult struct {
 	CPUs             int     `json:"cpus"`
 	RawSpawnPerSec   float64 `json:"raw_spawn_per_sec"`
+	RawJobPerSec     float64 `json:"raw_job_per_sec"`
 	PipelinePerSec   float64 `json:"pipeline_jobs_per_sec"`
 	PipelineRatio    float64 `json:"pipeline_vs_spawn"`
 	SubmitPerSec     float64 `json:"durable_submit_per_sec"`
 	LatencyP50Millis float64 `json:"latency_p50_ms"`
 	LatencyP99Millis float64 `json:"latency_p99_ms"`
+	CPUPerJobMicros  float64 `json:"gridwire_cpu_per_job_us"`
+	ChildCPUPerJob   float64 `json:"children_cpu_per_job_us"`
 	Jobs             int     `json:"jobs"`
 	SubmitJobs       int     `json:"submit_jobs"`
 	LatencyJobs      int     `json:"latency_jobs"`
@@ -80,7 +100,9 @@ type benchResult struct {
 func (r benchResult) print(e *env) {
 	fmt.Fprintf(e.stdout, "cpus                                  %d\n", r.CPUs)
 	fmt.Fprintf(e.stdout, "raw spawn rate (/bin/true)            %.0f /s\n", r.RawSpawnPerSec)
+	fmt.Fprintf(e.stdout, "raw job rate (same files, no gridwire) %.0f /s\n", r.RawJobPerSec)
 	fmt.Fprintf(e.stdout, "submit->terminal throughput (%d jobs) %.0f jobs/s  (%.2fx spawn rate; goal >= 0.9x)\n", r.Jobs, r.PipelinePerSec, r.PipelineRatio)
+	fmt.Fprintf(e.stdout, "  cpu per job: gridwire %.0f us, the job's processes %.0f us\n", r.CPUPerJobMicros, r.ChildCPUPerJob)
 	fmt.Fprintf(e.stdout, "durable submit (%d jobs)             %.0f jobs/s  (goal >= 20000)\n", r.SubmitJobs, r.SubmitPerSec)
 	fmt.Fprintf(e.stdout, "submit->SUCCEEDED latency, idle       p50 %.2f ms  p99 %.2f ms  (goal p50 <= 5 ms)\n", r.LatencyP50Millis, r.LatencyP99Millis)
 }
@@ -89,6 +111,13 @@ func runBench(ctx context.Context, e *env, o *benchOpts) (benchResult, error) {
 	r := benchResult{CPUs: runtime.NumCPU(), Jobs: o.jobs, SubmitJobs: o.submitJobs, LatencyJobs: o.latJobs}
 	var err error
 	if r.RawSpawnPerSec, err = rawSpawnRate(ctx, o.workers, 3*time.Second); err != nil {
+		return r, err
+	}
+	root := o.workRoot
+	if root == "" {
+		root = filepath.Join(o.data, "pipeline", "jobs")
+	}
+	if r.RawJobPerSec, err = rawJobRate(ctx, o.workers, 3*time.Second, filepath.Join(root, "raw")); err != nil {
 		return r, err
 	}
 	if r.SubmitPerSec, err = benchSubmit(ctx, e, filepath.Join(o.data, "submit"), o.submitJobs); err != nil {
@@ -125,11 +154,56 @@ func rawSpawnRate(ctx context.Context, workers int, d time.Duration) (float64, e
 	return float64(n.Load()) / time.Since(start).Seconds(), nil
 }
 
-func benchSystem(ctx context.Context, e *env, dir string, services []string) (*system, *errgroup.Group, context.CancelFunc, error) {
+// rawJobRate is what a fork job costs without gridwire: its directories, a detached
+// shell that records its PID, runs /bin/true with its output in files and writes the
+// exit status, reaped by the spawner. On a slow disk this, not the spawn, is the floor.
+func rawJobRate(ctx context.Context, workers int, d time.Duration, root string) (float64, error) {
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(root)
+	var n atomic.Int64
+	deadline := time.Now().Add(d)
+	g, _ := errgroup.WithContext(ctx)
+	start := time.Now()
+	script := "echo $$ >.gridwire/native_id\n/bin/true </dev/null >.gridwire/stdout 2>.gridwire/stderr\necho $? >.gridwire/exit_status\n"
+	for w := range workers {
+		g.Go(func() error {
+			for i := 0; time.Now().Before(deadline); i++ {
+				wd := filepath.Join(root, fmt.Sprintf("%d-%d", w, i))
+				if err := os.Mkdir(wd, 0o700); err != nil {
+					return err
+				}
+				if err := os.Mkdir(filepath.Join(wd, ".gridwire"), 0o700); err != nil {
+					return err
+				}
+				cmd := exec.Command("/bin/sh", "-c", script)
+				cmd.Dir = wd
+				cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+				if err := cmd.Run(); err != nil {
+					return err
+				}
+				n.Add(1)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return 0, err
+	}
+	return float64(n.Load()) / time.Since(start).Seconds(), nil
+}
+
+func benchSystem(ctx context.Context, e *env, dir string, services []string, workRoot string) (*system, *errgroup.Group, context.CancelFunc, error) {
 	quiet := &env{getenv: func(string) string { return "" }, stdout: e.stdout, stderr: e.stderr}
 	sys, err := openSystem(ctx, quiet, &busFlags{data: dir, logLevel: "error"}, true)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	for i := range sys.cfg.Clusters {
+		if workRoot != "" {
+			sys.cfg.Clusters[i].WorkRoot = workRoot
+		}
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	g, gctx := errgroup.WithContext(sctx)
@@ -145,11 +219,11 @@ func trueJob() []byte { return []byte(`{"version":3,"executable":"/bin/true"}`) 
 
 // benchSubmit: durable submissions with only ingest running, so nothing executes.
 func benchSubmit(ctx context.Context, e *env, dir string, n int) (float64, error) {
-	sys, g, cancel, err := benchSystem(ctx, e, dir, []string{"ingest"})
+	sys, g, cancel, err := benchSystem(ctx, e, dir, []string{"ingest"}, "")
 	if err != nil {
 		return 0, err
 	}
-	defer sys.bus.Close()
+	defer sys.close()
 	defer func() { cancel(); _ = g.Wait() }()
 	rate, err := submitMany(ctx, sys.ingest, n, 64)
 	return rate, err
@@ -177,11 +251,11 @@ func submitMany(ctx context.Context, svc *ingest.Service, n, conc int) (float64,
 
 // benchPipeline runs every service and measures throughput, then idle latency.
 func benchPipeline(ctx context.Context, e *env, dir string, o *benchOpts, r *benchResult) error {
-	sys, g, cancel, err := benchSystem(ctx, e, dir, allServices)
+	sys, g, cancel, err := benchSystem(ctx, e, dir, allServices, o.workRoot)
 	if err != nil {
 		return err
 	}
-	defer sys.bus.Close()
+	defer sys.close()
 	defer func() { cancel(); _ = g.Wait() }()
 	ends := newEndWatch()
 	sub, err := sys.bus.Conn.Subscribe("jobs.*.*.*", ends.observe)
@@ -192,6 +266,7 @@ func benchPipeline(ctx context.Context, e *env, dir string, o *benchOpts, r *ben
 	_ = sub.SetPendingLimits(-1, -1)
 
 	// Throughput: everything at once.
+	self0, child0 := cpuTimes()
 	start := time.Now()
 	if _, err := submitMany(ctx, sys.ingest, o.jobs, 16); err != nil {
 		return err
@@ -200,6 +275,9 @@ func benchPipeline(ctx context.Context, e *env, dir string, o *benchOpts, r *ben
 		return err
 	}
 	r.PipelinePerSec = float64(o.jobs) / time.Since(start).Seconds()
+	self1, child1 := cpuTimes()
+	r.CPUPerJobMicros = float64((self1 - self0).Microseconds()) / float64(o.jobs)
+	r.ChildCPUPerJob = float64((child1 - child0).Microseconds()) / float64(o.jobs)
 	if f := ends.failures(); f > 0 {
 		return fmt.Errorf("bench: %d of %d jobs did not succeed", f, o.jobs)
 	}
@@ -287,4 +365,14 @@ func (w *endWatch) waitCount(ctx context.Context, n int, limit time.Duration) er
 
 func (w *endWatch) waitJob(ctx context.Context, id string, limit time.Duration) error {
 	return w.waitUntil(ctx, limit, func() bool { _, ok := w.ended[id]; return ok })
+}
+
+// cpuTimes returns user+system CPU of this process and of its reaped children.
+func cpuTimes() (self, children time.Duration) {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
+	children = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return self, children
 }

@@ -33,7 +33,7 @@ func serve(ctx context.Context, e *env, f *busFlags, httpAddr string) error {
 	if err != nil {
 		return err
 	}
-	defer sys.bus.Close()
+	defer sys.close()
 	ln, err := net.Listen("tcp", httpAddr)
 	if err != nil {
 		return fmt.Errorf("HTTP listener: %w", err)
@@ -87,7 +87,7 @@ func serviceCmd(e *env, name string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer sys.bus.Close()
+			defer sys.close()
 			g, gctx := errgroup.WithContext(cmd.Context())
 			if err := sys.start(gctx, g, []string{name}, f.clusters); err != nil {
 				return err
