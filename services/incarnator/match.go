@@ -229,7 +229,7 @@ func versionSatisfies(have, op, want string) bool {
 
 // compareVersions orders versions piece by piece: runs of digits compare as numbers,
 // runs of letters as text, separators only separate; when one runs out first, it is the
-// lower ("6" < "6.0.1").
+// lower ("6" < "6.0.1") unless what follows is a letter tag ("1.0rc1" < "1.0").
 func compareVersions(a, b string) int {
 	pa, pb := versionPieces(a), versionPieces(b)
 	for i := 0; i < len(pa) && i < len(pb); i++ {
@@ -239,11 +239,20 @@ func compareVersions(a, b string) int {
 	}
 	switch {
 	case len(pa) < len(pb):
-		return -1
+		return -tail(pb[len(pa)])
 	case len(pa) > len(pb):
-		return 1
+		return tail(pa[len(pb)])
 	}
 	return 0
+}
+
+// tail orders a version that goes on past another's end: more numbers make it later
+// (6.0 > 6), a letter tag earlier (1.0rc1 < 1.0).
+func tail(next string) int {
+	if next[0] >= '0' && next[0] <= '9' {
+		return 1
+	}
+	return -1
 }
 
 func versionPieces(v string) []string {
