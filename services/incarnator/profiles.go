@@ -27,10 +27,10 @@ func LoadProfiles(dir string) (*profile.Set, error) {
 	} else {
 		set, err = profile.LoadFS(os.DirFS(dir), ".", dir)
 	}
-	if err != nil {
+	if set == nil {
 		return nil, err
 	}
-	var errs []error
+	errs := []error{err}
 	for _, name := range set.Names() {
 		if set.Abstract(name) {
 			continue

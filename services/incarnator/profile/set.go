@@ -40,7 +40,8 @@ type Set struct {
 
 // LoadFS reads every *.xml file in dir of fsys as one profile set and validates it.
 // display prefixes file names in errors (the directory as the operator wrote it). Every
-// problem is reported, each with file:line:col.
+// problem is reported, each with file:line:col; with an error, the returned set holds
+// what could be resolved, for further checks, and must not be used to run jobs.
 func LoadFS(fsys fs.FS, dir, display string) (*Set, error) {
 	entries, err := fs.ReadDir(fsys, dir)
 	if err != nil {
@@ -78,10 +79,7 @@ func LoadFS(fsys fs.FS, dir, display string) (*Set, error) {
 	s.Hash = "sha256:" + hex.EncodeToString(h.Sum(nil))
 	errs = append(errs, s.resolveAll()...)
 	errs = append(errs, s.validate()...)
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return s, errors.Join(errs...)
 }
 
 // Names returns the profile names in order.
