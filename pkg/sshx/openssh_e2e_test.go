@@ -10,10 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -29,202 +27,16 @@ import (
 	"github.com/gridwire/gridwire/pkg/sshx/sshtest"
 )
 
-// sshd is a real OpenSSH server on a loopback port, started for one test.
-type sshd struct {
-	Addr           string
-	User           string
-	Dir            string // scratch directory, writable by User
-	ClientKeyFile  string
-	KnownHostsFile string            // lists the ed25519 host key
-	HostKeys       map[string]string // kind -> public key file
+// sshd wraps sshtest.OpenSSH with this package's test helpers.
+type sshd struct{ *sshtest.OpenSSH }
+
+func startSSHD(t testing.TB) sshd { return sshd{sshtest.StartOpenSSH(t)} }
+
+func (s sshd) fingerprint(t testing.TB, kind string) string {
+	return ssh.FingerprintSHA256(s.HostKey(t, kind))
 }
 
-// startSSHD prepares the machine with scripts/install-openssh.sh, then runs
-// /usr/sbin/sshd -D with its own config, host keys (ed25519, ecdsa, rsa) and
-// authorized_keys on a free loopback port. Root logs in as the script's test user;
-// anyone else logs in as themselves.
-func startSSHD(t testing.TB) *sshd {
-	t.Helper()
-	install := exec.Command("bash", "../../scripts/install-openssh.sh")
-	if out, err := install.CombinedOutput(); err != nil {
-		t.Fatalf("scripts/install-openssh.sh: %v\n%s", err, out)
-	}
-	s := &sshd{User: loginUser(t), HostKeys: map[string]string{}}
-	root, err := os.MkdirTemp("", "sshx-e2e-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(root) })
-	os.Chmod(root, 0o755)
-	s.Dir = filepath.Join(root, "work")
-	os.Mkdir(s.Dir, 0o755)
-	chownTo(t, s.Dir, s.User)
-
-	for _, kind := range []string{"ed25519", "ecdsa", "rsa"} {
-		path := filepath.Join(root, "host_"+kind)
-		keygen(t, "-t", kind, "-N", "", "-q", "-f", path)
-		s.HostKeys[kind] = path + ".pub"
-	}
-	clientKey := filepath.Join(root, "id_ed25519")
-	keygen(t, "-t", "ed25519", "-N", "", "-q", "-f", clientKey)
-	s.ClientKeyFile = clientKey
-	pub, err := os.ReadFile(clientKey + ".pub")
-	if err != nil {
-		t.Fatal(err)
-	}
-	authorized := filepath.Join(root, "authorized_keys")
-	if err := os.WriteFile(authorized, pub, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s.Addr = s.run(t, root, authorized)
-	s.KnownHostsFile = s.knownHosts(t, filepath.Join(root, "known_hosts"), "ed25519")
-	return s
-}
-
-func loginUser(t testing.TB) string {
-	if os.Geteuid() == 0 {
-		if name := os.Getenv("GW_SSH_TEST_USER"); name != "" {
-			return name
-		}
-		return "gwtest"
-	}
-	u, err := user.Current()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u.Username
-}
-
-func chownTo(t testing.TB, path, name string) {
-	u, err := user.Lookup(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	if os.Geteuid() == 0 {
-		if err := os.Chown(path, uid, gid); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func keygen(t testing.TB, args ...string) {
-	t.Helper()
-	if out, err := exec.Command("ssh-keygen", args...).CombinedOutput(); err != nil {
-		t.Fatalf("ssh-keygen %v: %v\n%s", args, err, out)
-	}
-}
-
-// run starts sshd on a free port and waits until it accepts connections.
-func (s *sshd) run(t testing.TB, root, authorized string) string {
-	t.Helper()
-	for attempt := 0; ; attempt++ {
-		port := freePort(t)
-		conf := filepath.Join(root, "sshd_config")
-		config := fmt.Sprintf(`Port %d
-ListenAddress 127.0.0.1
-HostKey %s/host_ed25519
-HostKey %s/host_ecdsa
-HostKey %s/host_rsa
-PidFile %s/sshd.pid
-AuthorizedKeysFile %s
-PubkeyAuthentication yes
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-PermitRootLogin prohibit-password
-UsePAM no
-StrictModes no
-MaxStartups 200
-MaxSessions 64
-Subsystem sftp internal-sftp
-`, port, root, root, root, root, authorized)
-		if err := os.WriteFile(conf, []byte(config), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		logFile, err := os.Create(filepath.Join(root, "sshd.log"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command("/usr/sbin/sshd", "-D", "-e", "-f", conf)
-		cmd.Stdout, cmd.Stderr = logFile, logFile
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("starting sshd: %v", err)
-		}
-		exited := make(chan struct{})
-		go func() { cmd.Wait(); logFile.Close(); close(exited) }()
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		if waitListening(addr, exited) {
-			t.Cleanup(func() {
-				cmd.Process.Signal(syscall.SIGTERM)
-				<-exited
-			})
-			return addr
-		}
-		log, _ := os.ReadFile(filepath.Join(root, "sshd.log"))
-		if attempt == 3 {
-			t.Fatalf("sshd did not start:\n%s", log)
-		}
-	}
-}
-
-func freePort(t testing.TB) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// waitListening reports whether addr accepts a connection before sshd exits.
-func waitListening(addr string, exited <-chan struct{}) bool {
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-exited:
-			return false
-		default:
-		}
-		if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			conn.Close()
-			return true
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return false
-}
-
-// knownHosts writes a known_hosts file listing only the host key of the given kind.
-func (s *sshd) knownHosts(t testing.TB, path, kind string) string {
-	t.Helper()
-	pubBytes, err := os.ReadFile(s.HostKeys[kind])
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, _, _, _, err := ssh.ParseAuthorizedKey(pubBytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(knownhosts.Line([]string{s.Addr}, pub)+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-func (s *sshd) fingerprint(t testing.TB, kind string) string {
-	pubBytes, err := os.ReadFile(s.HostKeys[kind])
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, _, _, _, err := ssh.ParseAuthorizedKey(pubBytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ssh.FingerprintSHA256(pub)
-}
-
-func (s *sshd) pool(t testing.TB, edit ...func(*sshx.Config)) *sshx.Pool {
+func (s sshd) pool(t testing.TB, edit ...func(*sshx.Config)) *sshx.Pool {
 	t.Helper()
 	cfg := sshx.Config{User: s.User, IdentityFiles: []string{s.ClientKeyFile}, KnownHostsFile: s.KnownHostsFile}
 	for _, e := range edit {
@@ -332,7 +144,7 @@ func TestOpenSSHHostKeys(t *testing.T) {
 	// verified.
 	for _, kind := range []string{"ed25519", "ecdsa", "rsa"} {
 		t.Run(kind, func(t *testing.T) {
-			kh := s.knownHosts(t, filepath.Join(t.TempDir(), "known_hosts"), kind)
+			kh := s.KnownHosts(t, filepath.Join(t.TempDir(), "known_hosts"), kind)
 			c := client(t, s.pool(t, func(c *sshx.Config) { c.KnownHostsFile = kh }), s.Addr)
 			if got, want := c.HostKeyFingerprint(), s.fingerprint(t, kind); got != want {
 				t.Errorf("verified %s, want the %s key %s", got, kind, want)
@@ -389,28 +201,20 @@ func BenchmarkOpenSSHRunTrueParallel(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cmds/s")
 }
 
-// sshArgs are the OpenSSH client options that match the pool's config.
-func (s *sshd) sshArgs() []string {
-	_, port, _ := net.SplitHostPort(s.Addr)
-	return []string{"-i", s.ClientKeyFile, "-o", "UserKnownHostsFile=" + s.KnownHostsFile,
-		"-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
-		"-o", "Port=" + port, "-o", "User=" + s.User}
-}
-
 func BenchmarkOpenSSHControlMasterTrue(b *testing.B) {
 	s := startSSHD(b)
 	sock := filepath.Join(b.TempDir(), "cm")
-	master := exec.Command("ssh", append(s.sshArgs(), "-M", "-S", sock, "-N", "127.0.0.1")...)
+	master := exec.Command("ssh", append(s.SSHArgs(), "-M", "-S", sock, "-N", "127.0.0.1")...)
 	if err := master.Start(); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { master.Process.Kill(); master.Wait() })
-	for exec.Command("ssh", append(s.sshArgs(), "-S", sock, "-O", "check", "127.0.0.1")...).Run() != nil {
+	for exec.Command("ssh", append(s.SSHArgs(), "-S", sock, "-O", "check", "127.0.0.1")...).Run() != nil {
 		time.Sleep(20 * time.Millisecond)
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		if out, err := exec.Command("ssh", append(s.sshArgs(), "-S", sock, "127.0.0.1", "true")...).CombinedOutput(); err != nil {
+		if out, err := exec.Command("ssh", append(s.SSHArgs(), "-S", sock, "127.0.0.1", "true")...).CombinedOutput(); err != nil {
 			b.Fatalf("ssh true: %v\n%s", err, out)
 		}
 	}
@@ -463,7 +267,7 @@ func BenchmarkOpenSSHScpUpload(b *testing.B) {
 	b.SetBytes(e2eFileSize)
 	b.ResetTimer()
 	for b.Loop() {
-		if out, err := exec.Command("scp", append(s.sshArgs(), "-q", local, "127.0.0.1:"+remote)...).CombinedOutput(); err != nil {
+		if out, err := exec.Command("scp", append(s.SSHArgs(), "-q", local, "127.0.0.1:"+remote)...).CombinedOutput(); err != nil {
 			b.Fatalf("scp: %v\n%s", err, out)
 		}
 	}
@@ -472,14 +276,14 @@ func BenchmarkOpenSSHScpUpload(b *testing.B) {
 func BenchmarkOpenSSHScpDownload(b *testing.B) {
 	s := startSSHD(b)
 	remote := filepath.Join(s.Dir, "down.bin")
-	if out, err := exec.Command("scp", append(s.sshArgs(), "-q", localFile(b), "127.0.0.1:"+remote)...).CombinedOutput(); err != nil {
+	if out, err := exec.Command("scp", append(s.SSHArgs(), "-q", localFile(b), "127.0.0.1:"+remote)...).CombinedOutput(); err != nil {
 		b.Fatalf("scp: %v\n%s", err, out)
 	}
 	local := filepath.Join(b.TempDir(), "back.bin")
 	b.SetBytes(e2eFileSize)
 	b.ResetTimer()
 	for b.Loop() {
-		if out, err := exec.Command("scp", append(s.sshArgs(), "-q", "127.0.0.1:"+remote, local)...).CombinedOutput(); err != nil {
+		if out, err := exec.Command("scp", append(s.SSHArgs(), "-q", "127.0.0.1:"+remote, local)...).CombinedOutput(); err != nil {
 			b.Fatalf("scp: %v\n%s", err, out)
 		}
 	}
