@@ -17,5 +17,7 @@ func commands(e *env) []*cobra.Command {
 		watchCmd(e),
 		normalizeCmd(e),
 		benchCmd(e),
+		renderCmd(e),
+		profilesCmd(e),
 	}
 }
