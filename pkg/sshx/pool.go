@@ -104,11 +104,13 @@ func (p *Pool) Client(ctx context.Context, hostport string) (*Client, error) {
 		return nil, err
 	}
 	for {
-		call, wait, err := h.next(p, ctx)
-		if err != nil {
+		live, call, wait, err := h.next(p, ctx)
+		switch {
+		case err != nil:
 			return nil, err
-		}
-		if call == nil {
+		case live != nil:
+			return live, nil
+		case call == nil:
 			if err := sleep(ctx, wait); err != nil {
 				return nil, fmt.Errorf("sshx: waiting to reconnect to %s: %w", h.addr, err)
 			}
@@ -123,31 +125,29 @@ func (p *Pool) Client(ctx context.Context, hostport string) (*Client, error) {
 	}
 }
 
-// next returns the dial to wait on (a finished one when the connection is live), or how
-// long to wait before one may start.
-func (h *host) next(p *Pool, ctx context.Context) (*dialCall, time.Duration, error) {
+// next returns the live connection, else the dial to wait on (starting one if none is in
+// flight), else how long to wait before a dial may start.
+func (h *host) next(p *Pool, ctx context.Context) (*Client, *dialCall, time.Duration, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if c := h.client; c != nil && c.alive() {
-		done := make(chan struct{})
-		close(done)
-		return &dialCall{done: done, client: c}, 0, nil
+		return c, nil, 0, nil
 	}
 	if h.dialing != nil {
-		return h.dialing, 0, nil
+		return nil, h.dialing, 0, nil
 	}
 	if wait := time.Until(h.retryAt); wait > 0 {
 		if deadline, ok := ctx.Deadline(); ok && deadline.Before(h.retryAt) {
-			return nil, 0, fmt.Errorf("sshx: %s: next attempt after %s, beyond the caller's deadline; last error: %w",
+			return nil, nil, 0, fmt.Errorf("sshx: %s: next attempt after %s, beyond the caller's deadline; last error: %w",
 				h.addr, h.retryAt.Format(time.RFC3339Nano), h.lastErr)
 		}
-		return nil, wait, nil
+		return nil, nil, wait, nil
 	}
 	call := &dialCall{done: make(chan struct{})}
 	h.dialing = call
 	p.wg.Add(1)
 	go p.runDial(h, call)
-	return call, 0, nil
+	return nil, call, 0, nil
 }
 
 func (p *Pool) runDial(h *host, call *dialCall) {

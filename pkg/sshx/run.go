@@ -128,6 +128,9 @@ func (c *Client) session(ctx context.Context) (*ssh.Session, func(), error) {
 
 // acquire takes one of the connection's session slots.
 func (c *Client) acquire(ctx context.Context) (func(), error) {
+	if err := ctx.Err(); err != nil { // select would pick a free slot half the time
+		return nil, fmt.Errorf("%w on %s: %w", ErrNotStarted, c.host, err)
+	}
 	select {
 	case c.sessions <- struct{}{}:
 		return func() { <-c.sessions }, nil

@@ -178,3 +178,19 @@ func waitForPID(t *testing.T, path string) int {
 		}
 	}
 }
+
+func TestRunWithEndedContextDoesNotStart(t *testing.T) {
+	srv := sshtest.NewServer(t)
+	c := client(t, newPool(t, srv), srv.Addr)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 20 {
+		_, err := c.Run(ctx, "true", nil)
+		if !errors.Is(err, sshx.ErrNotStarted) || !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run with an ended context: %v, want ErrNotStarted and context.Canceled", err)
+		}
+	}
+	if srv.Execs() != 0 {
+		t.Errorf("%d commands ran under an ended context", srv.Execs())
+	}
+}

@@ -14,6 +14,9 @@ import (
 // holds one of the connection's session slots for as long as it lives. Callers share it
 // and must not Close it. If it fails, the next call starts a new one.
 func (c *Client) SFTP(ctx context.Context) (*sftp.Client, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("sshx: starting SFTP on %s: %w", c.host, err)
+	}
 	select {
 	case c.sftpLock <- struct{}{}:
 		defer func() { <-c.sftpLock }()
