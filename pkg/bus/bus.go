@@ -32,7 +32,8 @@ type Config struct {
 	// DataDir holds the embedded server's JetStream file store. Ignored when URL is set.
 	DataDir string
 	// Listen, when set (e.g. "127.0.0.1:4222"), makes the embedded server also accept
-	// TCP clients, so separate processes can join. Empty means in-process only.
+	// TCP clients, so separate processes can join; port 0 picks a free port. Empty means
+	// in-process only.
 	Listen string
 	// URL of an external server or cluster (comma-separated seeds). Wins over DataDir.
 	URL string
@@ -101,6 +102,9 @@ func startEmbedded(cfg Config) (*Bus, error) {
 		p, err := strconv.Atoi(port)
 		if err != nil {
 			return nil, fmt.Errorf("bus: listen port %q: %w", port, err)
+		}
+		if p == 0 {
+			p = server.RANDOM_PORT
 		}
 		opts.Host, opts.Port = host, p
 	}

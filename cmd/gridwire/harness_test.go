@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/bus"
+	"github.com/gridwire/gridwire/pkg/cluster"
+	"github.com/gridwire/gridwire/services/ingest"
+	"golang.org/x/sync/errgroup"
+)
+
+// harness runs a real embedded nats-server with a file store, listening on loopback,
+// and each service as its own client of it, as separate processes would be, so a test
+// can stop and restart any one of them, or the server itself, in the middle of a job.
+type harness struct {
+	t      *testing.T
+	dir    string
+	listen string
+	server *bus.Bus
+	client *bus.Bus
+	store  *events.Store
+	submit *ingest.Service
+
+	mu       sync.Mutex
+	services map[string]*running
+}
+
+type running struct {
+	cancel context.CancelFunc
+	done   chan error
+	sys    *system
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	h := &harness{t: t, dir: t.TempDir(), services: map[string]*running{}}
+	h.startServer("127.0.0.1:0")
+	cl, err := bus.Open(context.Background(), bus.Config{URL: h.server.ClientURL(), Name: "test-client"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.client = cl
+	h.store = events.NewStore(cl.Conn, cl.JS, "test/harness")
+	if h.submit, err = ingest.New(ingest.Config{}, ingest.Deps{Store: h.store}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.close)
+	for _, name := range allServices {
+		h.start(name)
+	}
+	return h
+}
+
+func (h *harness) startServer(listen string) {
+	h.t.Helper()
+	b, err := bus.Open(context.Background(), bus.Config{DataDir: filepath.Join(h.dir, "nats"), Listen: listen})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if _, err := events.Provision(context.Background(), b.JS, events.StreamOptions{}); err != nil {
+		h.t.Fatal(err)
+	}
+	h.server = b
+	h.listen = b.ClientURL()[len("nats://"):]
+}
+
+// restartServer shuts the NATS server down and starts it again on the same port and
+// store; every client reconnects by itself.
+func (h *harness) restartServer() {
+	h.t.Helper()
+	h.server.Close()
+	h.startServer(h.listen)
+}
+
+func (h *harness) start(name string) {
+	h.t.Helper()
+	b, err := bus.Open(context.Background(), bus.Config{URL: h.server.ClientURL(), Name: "test-" + name})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	sys := &system{bus: b, cfg: cluster.Default(), data: h.dir, log: log, host: "test"}
+	ctx, cancel := context.WithCancel(context.Background())
+	g, gctx := errgroup.WithContext(ctx)
+	if err := sys.start(gctx, g, []string{name}, nil); err != nil {
+		cancel()
+		h.t.Fatal(err)
+	}
+	r := &running{cancel: cancel, done: make(chan error, 1), sys: sys}
+	go func() { r.done <- g.Wait() }()
+	h.mu.Lock()
+	h.services[name] = r
+	h.mu.Unlock()
+}
+
+// stop ends one service as a shutdown would; the jobs it started keep running.
+func (h *harness) stop(name string) {
+	h.t.Helper()
+	h.mu.Lock()
+	r := h.services[name]
+	delete(h.services, name)
+	h.mu.Unlock()
+	if r == nil {
+		return
+	}
+	r.cancel()
+	select {
+	case err := <-r.done:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			h.t.Errorf("service %s ended with %v", name, err)
+		}
+	case <-time.After(20 * time.Second):
+		h.t.Fatalf("service %s did not stop", name)
+	}
+	r.sys.close()
+}
+
+func (h *harness) close() {
+	for _, name := range allServices {
+		h.stop(name)
+	}
+	h.client.Close()
+	h.server.Close()
+}
+
+// submitJSON submits a v3 description and returns its job ID.
+func (h *harness) submitJSON(doc any) string {
+	h.t.Helper()
+	data, err := json.Marshal(doc)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	acc, err := h.submit.Submit(context.Background(), ingest.Submission{File: "test.json", Data: data, Submitter: "test"})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return acc.Jobs[0]
+}
+
+// waitFor polls the job's folded state until ok holds.
+func (h *harness) waitFor(id string, what string, ok func(events.State) bool) events.State {
+	h.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		st, err := h.store.State(context.Background(), id)
+		if err == nil && ok(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("job %s: waited 60s for %s; state %s (%v)", id, what, st.Status, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (h *harness) waitEnd(id string) events.State {
+	h.t.Helper()
+	return h.waitFor(id, "a terminal state", func(st events.State) bool { return st.Status.Terminal() })
+}
+
+func (h *harness) workDir(id string) string { return filepath.Join(h.dir, "jobs", id) }
+
+// history returns the job's events.
+func (h *harness) history(id string) []events.Event {
+	h.t.Helper()
+	hist, err := h.store.Load(context.Background(), id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return hist.Events
+}
+
+// assertCleanHistory checks that every event is stored once, each life event at most
+// once, the chain is unbroken and the log replays to the state it shows.
+func (h *harness) assertCleanHistory(id string) {
+	h.t.Helper()
+	evs := h.history(id)
+	seen := map[string]bool{}
+	count := map[events.Name]int{}
+	for i, e := range evs {
+		if seen[e.ID] {
+			h.t.Errorf("event %s stored twice", e.ID)
+		}
+		seen[e.ID] = true
+		count[e.Name]++
+		if i > 0 && (e.PrevHash != evs[i-1].Hash || e.PrevSeq != evs[i-1].Seq) {
+			h.t.Errorf("event %d (%s) does not chain to its predecessor", i, e.Name)
+		}
+	}
+	for _, n := range []events.Name{events.Submitted, events.Incarnated, events.Queued, events.Started,
+		events.Exited, events.StagedOut, events.Succeeded, events.Failed, events.Cancelled} {
+		if count[n] > 1 {
+			h.t.Errorf("job %s has %d %s events", id, count[n], n)
+		}
+	}
+	if _, err := events.Replay(evs); err != nil {
+		h.t.Errorf("history does not replay: %v", err)
+	}
+}
+
+// gated is a job that runs until the test writes its exit code into the file
+// "release" in its working directory.
+func gated() map[string]any {
+	return map[string]any{"version": 3, "executable": "/bin/sh",
+		"arguments": []string{"-c", `while [ ! -s release ]; do sleep 0.02; done; exit "$(cat release)"`}}
+}
+
+func (h *harness) release(id string, code string) {
+	h.t.Helper()
+	if err := os.WriteFile(filepath.Join(h.workDir(id), "release"), []byte(code), 0o644); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func isRunning(st events.State) bool { return st.Status == events.StatusRunning }

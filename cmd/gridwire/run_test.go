@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// runCLI runs the binary's run function as a user would, with no environment.
+func runCLI(ctx context.Context, args ...string) (string, string, error) {
+	var out, errb bytes.Buffer
+	err := run(ctx, args, func(string) string { return "" }, &out, &errb)
+	return out.String(), errb.String(), err
+}
+
+func TestServeSubmitWaitHistoryStatus(t *testing.T) {
+	addr := freeAddr(t)
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		_, _, err := runCLI(ctx, "serve", "--data", dir, "--http", addr, "--log-level", "error")
+		served <- err
+	}()
+	server := "http://" + addr
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("serve did not listen")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	hello := filepath.Join("..", "..", "examples", "hello.json")
+	out, errOut, err := runCLI(ctx, "submit", "--wait", "--server", server, hello)
+	if err != nil {
+		t.Fatalf("submit --wait: %v\n%s", err, errOut)
+	}
+	fields := strings.Fields(out)
+	if len(fields) != 2 || fields[1] != "SUCCEEDED" {
+		t.Fatalf("submit --wait printed %q, want \"<id> SUCCEEDED\"", out)
+	}
+	id := fields[0]
+
+	out, _, err = runCLI(ctx, "history", "--server", server, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range []string{"submitted", "incarnated", "queued", "started", "exited", "staged_out", "succeeded"} {
+		if !strings.Contains(out, "dev.gridwire.job."+typ+".v1") {
+			t.Errorf("history lacks %s:\n%s", typ, out)
+		}
+	}
+	if strings.Index(out, ".submitted.") > strings.Index(out, ".succeeded.") {
+		t.Errorf("history out of order:\n%s", out)
+	}
+
+	out, _, err = runCLI(ctx, "status", "--json", "--server", server, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v jobView
+	if err := json.Unmarshal([]byte(out), &v); err != nil || v.Status != "SUCCEEDED" || v.Cluster != "local" || v.ExitCode == nil {
+		t.Fatalf("status --json: %q (%v)", out, err)
+	}
+
+	// A job that fails makes submit --wait exit 1.
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"version":3,"executable":"/bin/false"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err = runCLI(ctx, "submit", "--wait", "--server", server, bad)
+	var ec exitCode
+	if !errors.As(err, &ec) || ec != 1 || !strings.Contains(out, "FAILED") {
+		t.Fatalf("submit --wait of a failing job: %q, %v; want FAILED and exit 1", out, err)
+	}
+
+	// Unknown job: a clear 404 from the API.
+	if _, _, err := runCLI(ctx, "status", "--server", server, "01M7YSXJYJGT92HYD6NERX8N0S"); err == nil || !strings.Contains(err.Error(), "no_such_job") {
+		t.Fatalf("status of an unknown job: %v", err)
+	}
+
+	cancel()
+	select {
+	case err := <-served:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatalf("serve ended with %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}
+
+func TestNormalizeNeedsNoServer(t *testing.T) {
+	out, _, err := runCLI(context.Background(), "normalize", filepath.Join("..", "..", "examples", "hello.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jobs []map[string]any
+	if err := json.Unmarshal([]byte(out), &jobs); err != nil || len(jobs) != 1 || jobs[0]["executable"] != "/bin/echo" {
+		t.Fatalf("normalize printed %q (%v)", out, err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	_ = os.WriteFile(bad, []byte(`{"version":3}`), 0o644)
+	_, errOut, err := runCLI(context.Background(), "normalize", bad)
+	var ec exitCode
+	if !errors.As(err, &ec) || ec != 1 || !strings.Contains(errOut, "bad.json:") {
+		t.Fatalf("normalize of an invalid file: %v, stderr %q; want exit 1 naming the file", err, errOut)
+	}
+}
