@@ -58,10 +58,15 @@ func (n Name) Known() bool {
 
 // NameOfType turns a CloudEvents type back into a Name, "" if it is not gridwire's.
 func NameOfType(t string) Name {
-	if !strings.HasPrefix(t, TypePrefix) || !strings.HasSuffix(t, TypeSuffix) {
+	rest, ok := strings.CutPrefix(t, TypePrefix)
+	if !ok {
 		return ""
 	}
-	return Name(t[len(TypePrefix) : len(t)-len(TypeSuffix)])
+	name, ok := strings.CutSuffix(rest, TypeSuffix)
+	if !ok || name == "" {
+		return ""
+	}
+	return Name(name)
 }
 
 // Terminal reports whether the event ends the job.
