@@ -13,7 +13,7 @@ build:
 	@for m in $(MODULES); do (cd $$m && $(GO) build ./...) || exit 1; done
 	$(GO) build -o $(BIN) ./cmd/gridwire
 
-test:
+test: lint
 	@for m in $(MODULES); do echo "== $$m"; (cd $$m && $(GO) test $(TESTFLAGS) ./...) || exit 1; done
 
 lint:
