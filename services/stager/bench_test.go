@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,7 +22,7 @@ type sshd struct {
 	addr, port, key, knownHosts string
 }
 
-// startSSHD runs /usr/sbin/sshd as the current user's server on 127.0.0.1:2299.
+// startSSHD runs /usr/sbin/sshd for the current user on a free loopback port.
 func startSSHD(b *testing.B) sshd {
 	b.Helper()
 	if _, err := os.Stat("/usr/sbin/sshd"); err != nil {
@@ -37,10 +38,11 @@ func startSSHD(b *testing.B) sshd {
 	run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(dir, "id"))
 	pub, _ := os.ReadFile(filepath.Join(dir, "id.pub"))
 	hostPub, _ := os.ReadFile(filepath.Join(dir, "hostkey.pub"))
-	s := sshd{addr: "127.0.0.1:2299", port: "2299", key: filepath.Join(dir, "id"), knownHosts: filepath.Join(dir, "known_hosts")}
+	port := freePort(b)
+	s := sshd{addr: "127.0.0.1:" + port, port: port, key: filepath.Join(dir, "id"), knownHosts: filepath.Join(dir, "known_hosts")}
 	writeFileB(b, filepath.Join(dir, "authorized_keys"), string(pub))
-	writeFileB(b, s.knownHosts, "[127.0.0.1]:2299 "+string(hostPub))
-	writeFileB(b, filepath.Join(dir, "sshd_config"), fmt.Sprintf(`Port 2299
+	writeFileB(b, s.knownHosts, "[127.0.0.1]:"+port+" "+string(hostPub))
+	writeFileB(b, filepath.Join(dir, "sshd_config"), fmt.Sprintf(`Port %[2]s
 ListenAddress 127.0.0.1
 HostKey %[1]s/hostkey
 PidFile %[1]s/sshd.pid
@@ -52,7 +54,7 @@ PermitRootLogin prohibit-password
 UsePAM no
 StrictModes no
 Subsystem sftp internal-sftp
-`, dir))
+`, dir, port))
 	_ = os.MkdirAll("/run/sshd", 0o755)
 	cmd := exec.Command("/usr/sbin/sshd", "-D", "-e", "-f", filepath.Join(dir, "sshd_config"))
 	if err := cmd.Start(); err != nil {
@@ -213,4 +215,14 @@ func writeFileB2(b *testing.B, p, content string) {
 		b.Fatal(err)
 	}
 	writeFileB(b, p, content)
+}
+
+func freePort(b *testing.B) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port
 }

@@ -33,6 +33,8 @@ type workDir interface {
 	create(ctx context.Context) error
 	// removeAll deletes a name (a file or a whole directory); a missing name is no error.
 	removeAll(ctx context.Context, name string) error
+	// makeExecutable sets a staged file's mode to 0755 (the job's program).
+	makeExecutable(ctx context.Context, name string) error
 	io.Closer
 }
 
@@ -113,8 +115,17 @@ func (l *localDir) put(ctx context.Context, name string, r io.Reader, size int64
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(f, r)
-	return errors.Join(err, f.Close())
+	return errors.Join(copyBuffered(f, r), f.Close())
+}
+
+// copyBuffer is the buffer large copies use: fewer, larger reads and writes.
+const copyBuffer = 1 << 20
+
+// copyBuffered copies with a large buffer (hiding the file's ReadFrom, which would fall
+// back to 32 KiB reads for a reader that is not a file).
+func copyBuffered(w io.Writer, r io.Reader) error {
+	_, err := io.CopyBuffer(struct{ io.Writer }{w}, r, make([]byte, copyBuffer))
+	return err
 }
 
 func (l *localDir) list(ctx context.Context, dir string) ([]string, error) {
@@ -129,6 +140,13 @@ func (l *localDir) removeAll(ctx context.Context, name string) error {
 		return err
 	}
 	return l.root.RemoveAll(filepath.FromSlash(name))
+}
+
+func (l *localDir) makeExecutable(ctx context.Context, name string) error {
+	if err := l.check(ctx, name); err != nil {
+		return err
+	}
+	return l.root.Chmod(filepath.FromSlash(name), 0o755)
 }
 
 func (l *localDir) Close() error {

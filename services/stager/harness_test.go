@@ -185,3 +185,5 @@ func statDir(p string) (bool, error) {
 }
 
 func nowFunc() time.Time { return time.Now() }
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -65,8 +65,7 @@ func (h hostFS) put(ctx context.Context, name string, r io.Reader, size int64) e
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(f, r)
-	return errors.Join(err, f.Close())
+	return errors.Join(copyBuffered(f, r), f.Close())
 }
 
 func (h hostFS) list(ctx context.Context, dir string) ([]string, error) {

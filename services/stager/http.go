@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"time"
@@ -113,5 +114,5 @@ func isPermanent(err error) bool {
 	var p permanent
 	return errors.As(err, &p) || errors.Is(err, ErrPolicy) || errors.Is(err, ErrLocalName) ||
 		errors.Is(err, ErrRemote) || errors.Is(err, ErrScheme) || errors.Is(err, ErrFileRoot) ||
-		errors.Is(err, ErrTooLarge)
+		errors.Is(err, ErrTooLarge) || errors.Is(err, fs.ErrNotExist)
 }

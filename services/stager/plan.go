@@ -23,6 +23,7 @@ type item struct {
 	of       int    // attempts budget
 	remote   remote
 	local    string // name in the working directory
+	exec     bool   // the job's program: made executable once staged
 	err      error
 }
 
@@ -64,6 +65,7 @@ func inItem(f events.FileCopy, job events.Job, def int, stdio bool) item {
 	if err == nil && !stdio {
 		it.local, it.err = localName(f.To)
 	}
+	it.exec = !stdio && !it.tree && it.err == nil && isProgram(job.Executable, it.local)
 	if it.err == nil && it.tree && !listable(r.url.Scheme) {
 		it.err = fmt.Errorf("%w: %q: a %s directory cannot be listed", ErrRemote, f.From, r.url.Scheme)
 	}
@@ -155,3 +157,13 @@ func (p progress) exhausted(of int) bool {
 }
 
 func trimDir(s string) string { return strings.TrimSuffix(s, "/") }
+
+// isProgram reports whether a staged name is the job's executable (which the v3
+// description says must be executable there when it is passed in input_files).
+func isProgram(executable, local string) bool {
+	if executable == "" || strings.HasPrefix(executable, "/") {
+		return false
+	}
+	clean, err := localName(executable)
+	return err == nil && clean == local
+}

@@ -1,7 +1,6 @@
 package stager
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -88,10 +87,6 @@ type sftpFS struct {
 	real string // root with symlinks resolved
 }
 
-// readBuffer is how much an SFTP download asks for at once: pkg/sftp splits a large
-// read into concurrent requests, which is what makes it fast.
-const readBuffer = 1 << 20
-
 func (s *sftpFS) abs(name string) (string, error) {
 	if s.root == "" {
 		return name, nil
@@ -136,13 +131,25 @@ func (s *sftpFS) open(ctx context.Context, name string) (io.ReadCloser, int64, e
 		f.Close()
 		return nil, 0, errors.Join(err, fmt.Errorf("%s is not a regular file", name))
 	}
-	return readCloser{bufio.NewReaderSize(f, readBuffer), f}, fi.Size(), nil
+	// File.WriteTo keeps many reads in flight the whole time; a pipe turns it into the
+	// reader a copy consumes.
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := f.WriteTo(pw)
+		pw.CloseWithError(err)
+	}()
+	return readCloser{pr, func() error {
+		pr.Close()
+		return f.Close()
+	}}, fi.Size(), nil
 }
 
 type readCloser struct {
 	io.Reader
-	io.Closer
+	close func() error
 }
+
+func (r readCloser) Close() error { return r.close() }
 
 func (s *sftpFS) put(ctx context.Context, name string, r io.Reader, size int64) error {
 	p, err := s.abs(name)
@@ -190,6 +197,14 @@ func (s *sftpFS) removeAll(ctx context.Context, name string) error {
 		return nil
 	}
 	return s.c.RemoveAll(p)
+}
+
+func (s *sftpFS) makeExecutable(ctx context.Context, name string) error {
+	p, err := s.abs(name)
+	if err != nil {
+		return err
+	}
+	return s.c.Chmod(p, 0o755)
 }
 
 // Close does nothing: the SFTP client is the connection's, shared.

@@ -145,10 +145,16 @@ func (r run) attempt(ctx context.Context, it item) (copied, error) {
 	}
 	defer closeRemote()
 	c := r.s.copier(r.touch)
-	if it.dir == DirIn {
-		return c.copyItem(ctx, rem, name, r.wd, it.local, it.tree)
+	if it.dir == DirOut {
+		return c.copyItem(ctx, r.wd, it.local, rem, name, it.tree)
 	}
-	return c.copyItem(ctx, r.wd, it.local, rem, name, it.tree)
+	res, err := c.copyItem(ctx, rem, name, r.wd, it.local, it.tree)
+	if err == nil && it.exec {
+		if err = r.wd.makeExecutable(ctx, it.local); err != nil {
+			err = fmt.Errorf("making %s executable: %w", it.local, err)
+		}
+	}
+	return res, err
 }
 
 // record appends one attempt, provided the job is still staging and the attempt's
@@ -163,13 +169,23 @@ func (r run) record(ctx context.Context, td events.TransferData) error {
 		if progressOf(st.Transfers, keyOf(td)).attempts != td.Attempt-1 {
 			return nil, errRaced
 		}
-		e, err := events.New(st.JobID, events.Transfer, "", r.s.deps.Now(), td)
-		return []events.Event{e}, err
+		now := r.s.deps.Now()
+		e, err := events.New(st.JobID, events.Transfer, "", now, td)
+		if err != nil || !st.CancelRequested || r.status != events.StatusStagingIn {
+			return []events.Event{e}, err
+		}
+		// A cancel asked for while staging in stops it after this attempt.
+		c, err := events.New(st.JobID, events.Cancelled, "", now, events.EndData{Reason: "cancelled while staging in"})
+		return []events.Event{e, c}, err
 	})
-	if err == nil {
-		r.rec.st = st
+	if err != nil {
+		return err
 	}
-	return err
+	r.rec.st = st
+	if st.Status != r.status {
+		return errMovedOn
+	}
+	return nil
 }
 
 // backoff is the wait after failed attempt k: base·2^(k-1), capped, with jitter.

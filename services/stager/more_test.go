@@ -1,0 +1,117 @@
+package stager
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gridwire/gridwire/events"
+)
+
+// The transfers of one job overlap, but never more than Parallel at once.
+func TestTransfersOfAJobRunConcurrentlyUpToTheLimit(t *testing.T) {
+	e := newEnv(t)
+	cfg := testConfig()
+	cfg.Parallel = 2
+	e.start(cfg)
+	var mu sync.Mutex
+	inflight, peak := 0, 0
+	pair := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		inflight++
+		peak = max(peak, inflight)
+		if inflight == 2 {
+			close(pair) // the first two requests meet here; later ones pass
+			pair = make(chan struct{})
+		}
+		wait := pair
+		mu.Unlock()
+		select { // the first pair must overlap; stragglers go on after a while
+		case <-wait:
+		case <-time.After(time.Second):
+		}
+		io.WriteString(w, r.URL.Path)
+		mu.Lock()
+		inflight--
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	var in []events.FileCopy
+	for _, n := range []string{"a", "b", "c", "d", "e", "f"} {
+		in = append(in, events.FileCopy{From: srv.URL + "/" + n, To: n})
+	}
+	id := e.incarnate(events.Job{StageIn: in}, "local", "")
+	e.waitStatus(id, events.StatusQueued)
+	mu.Lock()
+	defer mu.Unlock()
+	if peak != 2 {
+		t.Errorf("at most %d transfers overlapped, want exactly the limit 2", peak)
+	}
+}
+
+func TestCancelWhileStagingInStopsAfterTheAttempt(t *testing.T) {
+	e := newEnv(t)
+	e.start(testConfig())
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() { close(started) })
+		<-release
+		io.WriteString(w, "x")
+	}))
+	defer srv.Close()
+	id := e.incarnate(events.Job{StageIn: []events.FileCopy{{From: srv.URL + "/1", To: "1"}, {From: srv.URL + "/2", To: "2"}}}, "local", "")
+	<-started
+	e.append(id, events.CancelRequested, "", events.Note{Reason: "test"})
+	close(release)
+	st := e.waitStatus(id, events.StatusCancelled)
+	if len(st.Transfers) == 0 || len(st.Transfers) > 2 {
+		t.Errorf("transfers: %+v", st.Transfers)
+	}
+	names := e.names(id)
+	if names[len(names)-1] != events.Cancelled {
+		t.Errorf("events after the cancel: %v", names)
+	}
+}
+
+func TestTheJobsProgramIsStagedExecutable(t *testing.T) {
+	e := newEnv(t)
+	e.start(testConfig())
+	src := filepath.Join(t.TempDir(), "prog.sh")
+	writeFile(t, src, "#!/bin/sh\necho hi\n")
+	id := e.incarnate(events.Job{Executable: "bin/prog.sh", StageIn: []events.FileCopy{
+		{From: src, To: "bin/prog.sh"}, {From: src, To: "data.sh"}}}, "local", "")
+	st := e.waitStatus(id, events.StatusQueued)
+	for name, mode := range map[string]os.FileMode{"bin/prog.sh": 0o755, "data.sh": 0o644} {
+		fi, err := os.Stat(filepath.Join(st.Incarnation.WorkDir, name))
+		if err != nil || fi.Mode().Perm() != mode {
+			t.Errorf("%s: mode %v, want %v (%v)", name, fi.Mode().Perm(), mode, err)
+		}
+	}
+}
+
+// When stage-out cannot even start on any delivery, the log still says so, with
+// staged_out{OK: false}, so the watcher can end the job.
+func TestExhaustedStageOutIsRecordedAsFailedStageOut(t *testing.T) {
+	e := newEnv(t) // no stager runs: this one only records the exhaustion
+	id := e.incarnate(events.Job{}, "local", "")
+	e.append(id, events.Queued, "local", events.QueuedData{Cluster: "local"})
+	e.exit(id, 0)
+	s, err := newStager(testConfig().withDefaults(), Deps{Store: e.store, Now: time.Now, Logger: discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.exhausted(context.Background(), events.Delivery{Event: events.Event{JobID: id}}, errors.New("host unreachable"))
+	st := e.waitStagedOut(id)
+	if st.StagedOut.OK || st.Status != events.StatusStagingOut {
+		t.Errorf("after exhausted stage-out: %s %+v", st.Status, st.StagedOut)
+	}
+}
