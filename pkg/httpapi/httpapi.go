@@ -13,8 +13,8 @@ import (
 // Error is the API's error body: {"error": {"code": ..., "detail": ...}}.
 type Error struct {
 	Status  int      `json:"-"`
-	Code    string   `json:"code"`             // stable, e.g. invalid_description
-	Detail  string   `json:"detail"`           // what was wrong, with field and position
+	Code    string   `json:"code"`              // stable, e.g. invalid_description
+	Detail  string   `json:"detail"`            // what was wrong, with field and position
 	Details []string `json:"details,omitempty"` // every problem, when there are several
 }
 
