@@ -76,6 +76,22 @@ func (c *Client) alive() bool {
 	}
 }
 
+// lostErr returns an error wrapping ErrConnectionLost (and cause) if the connection is
+// gone, else nil. A failure seen by a session can come before the connection's watcher
+// has noticed the loss, so when the connection still looks alive the peer is asked: the
+// request fails once the connection is really gone.
+func (c *Client) lostErr(cause error) error {
+	if c.alive() {
+		if _, _, err := c.conn.SendRequest("keepalive@openssh.com", true, nil); err == nil {
+			return nil
+		}
+	}
+	if reason := c.Err(); reason != nil && errors.Is(reason, ErrPoolClosed) {
+		return reason
+	}
+	return fmt.Errorf("%w to %s: %v", ErrConnectionLost, c.host, cause)
+}
+
 // close ends the connection, recording why (the first reason wins).
 func (c *Client) close(reason error) {
 	c.mu.Lock()
@@ -107,37 +123,44 @@ func (c *Client) watch() {
 	}
 }
 
-// keepAlive sends keepalive@openssh.com every interval and closes the connection when
-// an answer (any answer, even a refusal) does not arrive within another interval.
+// keepAliveMaxMissed is how many intervals a keep-alive may go unanswered before the
+// connection is declared dead (OpenSSH's ServerAliveCountMax default).
+const keepAliveMaxMissed = 3
+
+// keepAlive sends keepalive@openssh.com every interval, one request at a time, and
+// closes the connection once a request has gone unanswered (any answer counts, even a
+// refusal) for keepAliveMaxMissed intervals.
 func (c *Client) keepAlive(interval time.Duration) {
 	defer c.pool.wg.Done()
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	var answered chan error // non-nil while a request is out
+	missed := 0
 	for {
 		select {
 		case <-c.done:
 			return
-		case <-t.C:
-		}
-		answered := make(chan error, 1)
-		go func() {
-			_, _, err := c.conn.SendRequest("keepalive@openssh.com", true, nil)
-			answered <- err
-		}()
-		timeout := time.NewTimer(interval)
-		select {
 		case err := <-answered:
-			timeout.Stop()
+			answered, missed = nil, 0
 			if err != nil {
 				c.close(fmt.Errorf("keep-alive failed: %w", err))
 				return
 			}
-		case <-timeout.C:
-			c.close(fmt.Errorf("keep-alive unanswered for %v", interval))
-			return
-		case <-c.done:
-			timeout.Stop()
-			return
+		case <-t.C:
+			if answered == nil {
+				answered = make(chan error, 1)
+				go c.sendKeepAlive(answered)
+				continue
+			}
+			if missed++; missed >= keepAliveMaxMissed {
+				c.close(fmt.Errorf("keep-alive unanswered for %v", time.Duration(missed)*interval))
+				return
+			}
 		}
 	}
+}
+
+func (c *Client) sendKeepAlive(answered chan<- error) {
+	_, _, err := c.conn.SendRequest("keepalive@openssh.com", true, nil)
+	answered <- err
 }

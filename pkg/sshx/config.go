@@ -46,7 +46,7 @@ type Config struct {
 	// DialTimeout bounds the TCP connect plus the SSH handshake.
 	DialTimeout time.Duration
 	// KeepAlive is the interval of keepalive@openssh.com requests; a connection whose
-	// peer does not answer within another interval is closed. Negative disables them.
+	// peer leaves one unanswered for 3 intervals is closed. Negative disables them.
 	KeepAlive time.Duration
 	// MaxSessionsPerConn caps the concurrent sessions (commands plus the SFTP
 	// subsystem) on one connection; keep it below the server's MaxSessions (OpenSSH: 10).

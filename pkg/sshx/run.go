@@ -12,7 +12,8 @@ import (
 )
 
 // ErrNotStarted marks a Run whose command certainly did not start on the host (no
-// session, or the exec request refused): retrying it cannot run it twice.
+// session, or the exec request refused): retrying it cannot run it twice. A Run that
+// fails with ErrConnectionLost and without ErrNotStarted may have run, in part or whole.
 var ErrNotStarted = errors.New("sshx: command not started")
 
 // Result is what a remote command produced.
@@ -49,7 +50,7 @@ func (c *Client) Run(ctx context.Context, script string, stdin io.Reader) (Resul
 	if err := sess.Start(script); err != nil {
 		sess.Close()
 		release()
-		return Result{}, c.notStarted(err)
+		return Result{}, c.startError(err)
 	}
 	if stdinPipe != nil {
 		go func() {
@@ -85,16 +86,28 @@ func (c *Client) exitResult(res Result, err error) (Result, error) {
 	case errors.As(err, &exit):
 		res.ExitCode, res.Signal = exit.ExitStatus(), exit.Signal()
 		return res, nil
-	case !c.alive():
-		return res, fmt.Errorf("sshx: running on %s: %w", c.host, c.Err())
 	default:
+		if lost := c.lostErr(err); lost != nil {
+			err = lost
+		}
 		return res, fmt.Errorf("sshx: running on %s: %w", c.host, err)
 	}
 }
 
+// startError classifies a failed exec request. On a live connection the server refused
+// it: the command did not start. On a lost one the request may have been carried out
+// with only the answer lost (sshd starts the command before it replies), so the error
+// says the connection was lost and not that the command did not start.
+func (c *Client) startError(err error) error {
+	if lost := c.lostErr(err); lost != nil {
+		return fmt.Errorf("sshx: running on %s: %w", c.host, lost)
+	}
+	return fmt.Errorf("%w on %s: %w", ErrNotStarted, c.host, err)
+}
+
 func (c *Client) notStarted(err error) error {
-	if !c.alive() {
-		return fmt.Errorf("%w on %s: %w", ErrNotStarted, c.host, c.Err())
+	if lost := c.lostErr(err); lost != nil {
+		err = lost
 	}
 	return fmt.Errorf("%w on %s: %w", ErrNotStarted, c.host, err)
 }
@@ -135,7 +148,7 @@ func (c *Client) acquire(ctx context.Context) (func(), error) {
 	case c.sessions <- struct{}{}:
 		return func() { <-c.sessions }, nil
 	case <-c.done:
-		return nil, c.notStarted(c.Err())
+		return nil, fmt.Errorf("%w on %s: %w", ErrNotStarted, c.host, c.Err())
 	case <-ctx.Done():
 		return nil, fmt.Errorf("%w on %s: waiting for a session: %w", ErrNotStarted, c.host, ctx.Err())
 	}

@@ -194,3 +194,21 @@ func TestRunWithEndedContextDoesNotStart(t *testing.T) {
 		t.Errorf("%d commands ran under an ended context", srv.Execs())
 	}
 }
+
+func TestRunReportsConnectionLostMidCommand(t *testing.T) {
+	srv := sshtest.NewServer(t)
+	c := client(t, newPool(t, srv), srv.Addr)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Run(testCtx(t), "echo $$ > "+pidFile+".tmp && mv "+pidFile+".tmp "+pidFile+"; exec sleep 60", nil)
+		done <- err
+	}()
+	waitForPID(t, pidFile)
+	srv.DropConnections()
+	err := <-done
+	// The command did start: the caller must not take this for a safe retry.
+	if !errors.Is(err, sshx.ErrConnectionLost) || errors.Is(err, sshx.ErrNotStarted) {
+		t.Errorf("Run when the connection drops: %v, want ErrConnectionLost and not ErrNotStarted", err)
+	}
+}

@@ -185,8 +185,8 @@ func (c *Client) MkdirAll(ctx context.Context, dir string) error {
 }
 
 func (c *Client) transferError(doing, remotePath string, err error) error {
-	if !c.alive() {
-		err = c.Err()
+	if lost := c.lostErr(err); lost != nil {
+		err = lost
 	}
 	return fmt.Errorf("sshx: %s %s:%s: %w", doing, c.host, remotePath, err)
 }

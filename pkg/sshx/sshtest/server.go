@@ -39,13 +39,14 @@ type Server struct {
 	// HostKeyFingerprint is the SHA256 fingerprint of the initial host key.
 	HostKeyFingerprint string
 
-	t        testing.TB
-	ln       net.Listener
-	hostKeys atomic.Pointer[[]ssh.Signer]
-	accepted atomic.Int64
-	execs    atomic.Int64
-	open     atomic.Int64 // commands running now
-	peak     atomic.Int64 // most commands running at once
+	t          testing.TB
+	ln         net.Listener
+	hostKeys   atomic.Pointer[[]ssh.Signer]
+	accepted   atomic.Int64
+	execs      atomic.Int64
+	keepAlives atomic.Int64
+	open       atomic.Int64 // commands running now
+	peak       atomic.Int64 // most commands running at once
 
 	mu         sync.Mutex
 	authorized map[string]bool
@@ -138,6 +139,9 @@ func (s *Server) Accepted() int { return int(s.accepted.Load()) }
 
 // Execs returns how many exec requests the server has started.
 func (s *Server) Execs() int { return int(s.execs.Load()) }
+
+// KeepAlives returns how many keepalive@openssh.com requests the server has received.
+func (s *Server) KeepAlives() int { return int(s.keepAlives.Load()) }
 
 // PeakExecs returns the most exec requests that were running at once, over all
 // connections.
@@ -263,7 +267,7 @@ func (s *Server) serveConn(conn *gateConn) {
 		return
 	}
 	defer sconn.Close()
-	go ssh.DiscardRequests(reqs)
+	go s.globalRequests(reqs)
 	var sessions sync.WaitGroup
 	defer sessions.Wait()
 	for nc := range chans {
@@ -276,6 +280,19 @@ func (s *Server) serveConn(conn *gateConn) {
 			defer sessions.Done()
 			s.serveSession(nc)
 		}()
+	}
+}
+
+// globalRequests counts keep-alives and refuses every global request, as OpenSSH does
+// for the ones it does not know (a refusal still proves the server alive).
+func (s *Server) globalRequests(reqs <-chan *ssh.Request) {
+	for req := range reqs {
+		if req.Type == "keepalive@openssh.com" {
+			s.keepAlives.Add(1)
+		}
+		if req.WantReply {
+			req.Reply(false, nil)
+		}
 	}
 }
 
