@@ -129,7 +129,7 @@ func BenchmarkLargeFile(b *testing.B) {
 		b.SetBytes(size)
 		local := openLocalDir(dir)
 		for b.Loop() {
-			ep, name, _, err := s.remoteEndpoint(ctx, r)
+			ep, name, err := s.remoteEndpoint(ctx, r)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -141,7 +141,7 @@ func BenchmarkLargeFile(b *testing.B) {
 	b.Run("stager-sftp-download", func(b *testing.B) {
 		b.SetBytes(size)
 		for b.Loop() {
-			ep, name, _, err := s.remoteEndpoint(ctx, r)
+			ep, name, err := s.remoteEndpoint(ctx, r)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -183,7 +183,7 @@ func BenchmarkSmallFiles(b *testing.B) {
 		defer wd.Close()
 		c := s.copier(nil)
 		for b.Loop() {
-			ep, name, _, err := s.remoteEndpoint(context.Background(), r)
+			ep, name, err := s.remoteEndpoint(context.Background(), r)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -8,11 +8,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/gridwire/gridwire/events"
+	"go.yaml.in/yaml/v3"
 )
 
 // The transfers of one job overlap, but never more than Parallel at once.
@@ -113,5 +115,46 @@ func TestExhaustedStageOutIsRecordedAsFailedStageOut(t *testing.T) {
 	st := e.waitStagedOut(id)
 	if st.StagedOut.OK || st.Status != events.StatusStagingOut {
 		t.Errorf("after exhausted stage-out: %s %+v", st.Status, st.StagedOut)
+	}
+}
+
+func TestFileRootsConfineFileURLs(t *testing.T) {
+	root := t.TempDir()
+	outside := t.TempDir()
+	writeFile(t, filepath.Join(root, "ok.txt"), "ok")
+	writeFile(t, filepath.Join(outside, "secret"), "no")
+	if err := os.Symlink(filepath.Join(outside, "secret"), filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	h := hostFS{roots: []string{root}}
+	for name, ok := range map[string]bool{
+		filepath.Join(root, "ok.txt"): true, filepath.Join(root, "new/file"): true,
+		filepath.Join(outside, "secret"): false, filepath.Join(root, "link"): false, root + "/../x": false,
+	} {
+		if err := h.check(name); (err == nil) != ok {
+			t.Errorf("%s: allowed=%v, want %v (%v)", name, err == nil, ok, err)
+		}
+	}
+	if _, _, err := (hostFS{}).open(t.Context(), filepath.Join(outside, "secret")); err != nil {
+		t.Errorf("without roots every file URL is allowed: %v", err)
+	}
+}
+
+func TestConfigFromYAML(t *testing.T) {
+	var cfg Config
+	src := "max_transfer_attempts: 5\nbackoff_base: 2s\nhttp:\n  allow: [storage.example.org]\n  deny: [10.0.0.0/8]\nfile_roots: [/srv/data]\nssh:\n  user: stager\n"
+	if err := yaml.Unmarshal([]byte(src), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MaxTransferAttempts != 5 || cfg.BackoffBase != 2*time.Second || cfg.HTTP.Allow[0] != "storage.example.org" ||
+		cfg.FileRoots[0] != "/srv/data" || cfg.SSH.User != "stager" {
+		t.Errorf("decoded %+v", cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Error(err)
+	}
+	cfg.HTTP.Deny = []string{"not a host/32x"}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "http.deny[0]") {
+		t.Errorf("bad deny entry: %v", err)
 	}
 }

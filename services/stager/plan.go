@@ -156,8 +156,6 @@ func (p progress) exhausted(of int) bool {
 	return !p.done && p.last != nil && (p.last.Permanent || p.attempts >= of)
 }
 
-func trimDir(s string) string { return strings.TrimSuffix(s, "/") }
-
 // isProgram reports whether a staged name is the job's executable (which the v3
 // description says must be executable there when it is passed in input_files).
 func isProgram(executable, local string) bool {

@@ -43,9 +43,10 @@ type hostPolicy struct {
 
 func (p HTTPPolicy) compile() (hostPolicy, error) {
 	var hp hostPolicy
-	deny := p.Deny
 	if !p.KeepMetadata {
-		deny = append(DefaultDeny(), deny...)
+		for _, s := range defaultDeny {
+			_ = hp.add(s, &hp.denyNames, &hp.denyNets)
+		}
 	}
 	var errs []error
 	for i, s := range p.Allow {
@@ -53,7 +54,7 @@ func (p HTTPPolicy) compile() (hostPolicy, error) {
 			errs = append(errs, fmt.Errorf("http.allow[%d]: %w", i, err))
 		}
 	}
-	for i, s := range deny {
+	for i, s := range p.Deny {
 		if err := hp.add(s, &hp.denyNames, &hp.denyNets); err != nil {
 			errs = append(errs, fmt.Errorf("http.deny[%d]: %w", i, err))
 		}

@@ -32,32 +32,34 @@ const (
 )
 
 // Config is the stager's plain configuration. The zero value is valid: jobs run on the
-// gateway's own disk, three attempts per file, the default HTTP policy.
+// gateway's own disk, three attempts per file, the default HTTP policy. The yaml names
+// are those of the `stager:` section of the operator's config file.
 type Config struct {
-	Durable string // consumer name prefix shared by every stager process
-	Workers int    // jobs staged at once per direction
+	Durable string `yaml:"durable,omitempty"` // consumer name prefix shared by every stager process
+	Workers int    `yaml:"workers,omitempty"` // jobs staged at once per direction
 	// Clusters says where each cluster's working directories are: a fork cluster's on
 	// this machine, an ssh cluster's on its first host (or the host the job ran on),
 	// reached over SFTP with the cluster's user, identity and known_hosts.
-	Clusters cluster.Config
+	Clusters cluster.Config `yaml:"-"`
 	// MaxTransferAttempts is a file's budget when neither it nor its job names one;
 	// 0 means Clusters.MaxTransferAttempts, then DefaultMaxTransferAttempts.
-	MaxTransferAttempts int
+	MaxTransferAttempts int `yaml:"max_transfer_attempts,omitempty"`
 	// Parallel bounds the transfers of one job that run at once.
-	Parallel int
+	Parallel int `yaml:"parallel,omitempty"`
 	// BackoffBase and BackoffMax shape the wait between attempts at one file:
 	// base·2^(k-1) after attempt k, capped at max, with jitter.
-	BackoffBase, BackoffMax time.Duration
+	BackoffBase time.Duration `yaml:"backoff_base,omitempty"`
+	BackoffMax  time.Duration `yaml:"backoff_max,omitempty"`
 	// MaxFileBytes bounds one file (or one directory, in total); 0 means no limit.
-	MaxFileBytes int64
+	MaxFileBytes int64 `yaml:"max_file_bytes,omitempty"`
 	// IdleTimeout cancels an attempt through which no byte flowed for this long.
-	IdleTimeout time.Duration
+	IdleTimeout time.Duration `yaml:"idle_timeout,omitempty"`
 	// HTTP is the host policy of http(s) transfers.
-	HTTP HTTPPolicy
+	HTTP HTTPPolicy `yaml:"http,omitempty"`
 	// FileRoots, when set, are the only gateway directories file:// URLs may name.
-	FileRoots []string
+	FileRoots []string `yaml:"file_roots,omitempty"`
 	// SSH is how sftp:// and scp:// URLs are reached (their user@ overrides User).
-	SSH SSHConfig
+	SSH SSHConfig `yaml:"ssh,omitempty"`
 }
 
 // SSHConfig is how the stager logs in to hosts that sftp:// and scp:// URLs name.

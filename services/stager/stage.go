@@ -139,11 +139,10 @@ func (r run) attempt(ctx context.Context, it item) (copied, error) {
 	if it.err != nil {
 		return copied{}, it.err
 	}
-	rem, name, closeRemote, err := r.s.remoteEndpoint(ctx, it.remote)
+	rem, name, err := r.s.remoteEndpoint(ctx, it.remote)
 	if err != nil {
 		return copied{}, err
 	}
-	defer closeRemote()
 	c := r.s.copier(r.touch)
 	if it.dir == DirOut {
 		return c.copyItem(ctx, r.wd, it.local, rem, name, it.tree)

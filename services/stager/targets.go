@@ -39,16 +39,15 @@ func (s *stager) workDir(ctx context.Context, st events.State) (workDir, error) 
 }
 
 // remoteEndpoint is the store a remote name lives in and the name within it.
-func (s *stager) remoteEndpoint(ctx context.Context, r remote) (endpoint, string, func(), error) {
-	nop := func() {}
+func (s *stager) remoteEndpoint(ctx context.Context, r remote) (endpoint, string, error) {
 	u := r.url
 	switch u.Scheme {
 	case SchemeFile:
-		return hostFS{roots: s.cfg.FileRoots}, u.Path, nop, nil
+		return hostFS{roots: s.cfg.FileRoots}, u.Path, nil
 	case SchemeHTTP, SchemeHTTPS:
-		return s.http, u.String(), nop, nil
+		return s.http, u.String(), nil
 	case SchemeUpload:
-		return objectEndpoint{js: s.deps.JS}, objectName(u), nop, nil
+		return objectEndpoint{js: s.deps.JS}, objectName(u), nil
 	case SchemeSFTP, SchemeSCP:
 		t := sshTarget{host: u.Host, user: s.cfg.SSH.User, identity: s.cfg.SSH.Identity, knownHosts: s.cfg.SSH.KnownHosts}
 		if u.User != nil && u.User.Username() != "" {
@@ -56,9 +55,9 @@ func (s *stager) remoteEndpoint(ctx context.Context, r remote) (endpoint, string
 		}
 		c, err := s.ssh.sftp(ctx, t)
 		if err != nil {
-			return nil, "", nop, err
+			return nil, "", err
 		}
-		return &sftpFS{c: c}, u.Path, nop, nil
+		return &sftpFS{c: c}, u.Path, nil
 	}
-	return nil, "", nop, fmt.Errorf("%w: %q", ErrScheme, u.Scheme)
+	return nil, "", fmt.Errorf("%w: %q", ErrScheme, u.Scheme)
 }
