@@ -5,9 +5,16 @@ import (
 	"sync"
 )
 
-// stateCache keeps the most recently used folded states, so a decision about a job
-// this process has seen costs one read of the job's last event instead of a replay.
-// Cached states are never mutated: Apply returns new values.
+// StateCache keeps the most recently used folded states, so a decision about a job
+// this process has seen costs one read of the job's last event instead of a replay, or
+// nothing at all when the event being reacted to follows the cached state. One cache may
+// be shared by every Store of a process: states are never mutated (Apply returns new
+// values), and a cached state is only ever behind the log, never ahead of it.
+type StateCache = stateCache
+
+// NewStateCache returns a cache of at most n job states.
+func NewStateCache(n int) *StateCache { return newStateCache(n) }
+
 type stateCache struct {
 	mu  sync.Mutex
 	max int

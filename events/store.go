@@ -32,6 +32,9 @@ func WithTimeout(d time.Duration) StoreOption { return func(s *Store) { s.timeou
 // WithStateCache keeps up to n folded job states in memory (default 65536; 0 disables).
 func WithStateCache(n int) StoreOption { return func(s *Store) { s.cache = newStateCache(n) } }
 
+// WithSharedCache makes the store use a cache shared with other stores of the process.
+func WithSharedCache(c *StateCache) StoreOption { return func(s *Store) { s.cache = c } }
+
 // WithConflictRetries bounds how often Decide reloads after a conflict (default 16).
 func WithConflictRetries(n int) StoreOption { return func(s *Store) { s.retries = n } }
 
@@ -300,6 +303,35 @@ func (s *Store) Decide(ctx context.Context, jobID string, decide Decision) (Stat
 		return st, err
 	}
 	return State{}, fmt.Errorf("job %s: %w", jobID, ErrTooManyConflicts)
+}
+
+// StateAt returns the job's state including at least event e, which the caller has just
+// consumed. When the cache holds the job as of e, or as of the event just before e, no
+// request is made; otherwise the job is read as State does.
+func (s *Store) StateAt(ctx context.Context, e Event) (State, error) {
+	if cached, ok := s.cache.get(e.JobID); ok && e.Seq != 0 {
+		switch {
+		case cached.LastSeq >= e.Seq:
+			return cached, nil
+		case e.PrevSeq != 0 && cached.LastSeq == e.PrevSeq:
+			if st, err := Apply(cached, e); err == nil {
+				s.cache.put(st)
+				return st, nil
+			}
+		}
+	}
+	return s.State(ctx, e.JobID)
+}
+
+// DecideOn is Decide in reaction to a consumed event: it starts from StateAt(e), so on
+// the usual path it reads nothing. A stale start shows up as a conflict on append, and
+// the decision is then made again on a fresh read.
+func (s *Store) DecideOn(ctx context.Context, e Event, decide Decision) (State, error) {
+	st, err := s.StateAt(ctx, e)
+	if err != nil {
+		return st, err
+	}
+	return s.DecideFrom(ctx, st, decide)
 }
 
 // DecideFrom is Decide starting from a state the caller already folded (for instance the

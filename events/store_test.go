@@ -256,3 +256,50 @@ func TestCachedStateSeesOtherWriters(t *testing.T) {
 		t.Fatalf("incremental fold differs from replay:\n%s", diff)
 	}
 }
+
+func TestDecideOnFollowsTheConsumedEvent(t *testing.T) {
+	b, a := openStore(t)
+	shared := events.NewStateCache(16)
+	x := events.NewStore(b.Conn, b.JS, "test/x", events.WithSharedCache(shared))
+	y := events.NewStore(b.Conn, b.JS, "test/y", events.WithSharedCache(shared))
+	ctx := context.Background()
+	id := events.NewID()
+	if _, err := a.Create(ctx, submitted(t, id)); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := a.Load(ctx, id)
+	// x reacts to the submitted event: its cache has nothing, so it reads the job.
+	st, err := x.DecideOn(ctx, h.Events[0], func(s events.State) ([]events.Event, error) {
+		e, err := events.New(id, events.Incarnated, "", t0, events.IncarnatedData{Cluster: "local"})
+		return []events.Event{e}, err
+	})
+	if err != nil || st.Status != events.StatusIncarnated {
+		t.Fatalf("x: %v %s", err, st.Status)
+	}
+	// Another process (a) writes behind the shared cache's back.
+	if _, err := a.Decide(ctx, id, func(events.State) ([]events.Event, error) {
+		e, err := events.New(id, events.CancelRequested, "", t0, events.Note{})
+		return []events.Event{e}, err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h, _ = a.Load(ctx, id)
+	// y reacts to the incarnated event with a state that lacks the cancel request: its
+	// append must conflict and the decision be made again on the fresh state.
+	decisions := 0
+	st, err = y.DecideOn(ctx, h.Events[1], func(s events.State) ([]events.Event, error) {
+		decisions++
+		if s.CancelRequested {
+			e, err := events.New(id, events.Cancelled, "", t0, events.EndData{Reason: "cancelled"})
+			return []events.Event{e}, err
+		}
+		e, err := events.New(id, events.Queued, "local", t0, events.QueuedData{Cluster: "local"})
+		return []events.Event{e}, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != events.StatusCancelled || decisions != 2 {
+		t.Fatalf("y decided %d times and reached %s; want a re-decision that sees the cancel", decisions, st.Status)
+	}
+}

@@ -57,6 +57,7 @@ type system struct {
 	ingest  *ingest.Service
 	readAPI *watcher.API
 	conns   []*nats.Conn
+	cache   *events.StateCache // shared by every service of this process
 }
 
 func openSystem(ctx context.Context, e *env, f *busFlags, needBus bool) (*system, error) {
@@ -117,7 +118,11 @@ func (s *system) connect(service string) (conn, error) {
 		return conn{}, err
 	}
 	s.conns = append(s.conns, nc)
-	return conn{nc: nc, js: js, store: events.NewStore(nc, js, "gridwire/"+service+"/"+s.host)}, nil
+	if s.cache == nil {
+		s.cache = events.NewStateCache(1 << 16)
+	}
+	store := events.NewStore(nc, js, "gridwire/"+service+"/"+s.host, events.WithSharedCache(s.cache))
+	return conn{nc: nc, js: js, store: store}, nil
 }
 
 // close drains every service connection; the bus itself is closed by its owner.

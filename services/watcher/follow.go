@@ -122,7 +122,7 @@ func (f *follower) follow(ctx context.Context, d events.Delivery) error {
 	if err := d.Event.Payload(&s); err != nil {
 		return nil
 	}
-	st, err := f.deps.Store.Decide(ctx, d.Event.JobID, func(events.State) ([]events.Event, error) { return nil, nil })
+	st, err := f.deps.Store.StateAt(ctx, d.Event)
 	if err != nil {
 		return err
 	}
