@@ -41,6 +41,7 @@ func (c Config) Validate() error {
 // Store is what the executor needs of the event store.
 type Store interface {
 	State(ctx context.Context, jobID string) (events.State, error)
+	StateAt(ctx context.Context, e events.Event) (events.State, error)
 	DecideFrom(ctx context.Context, st events.State, decide events.Decision) (events.State, error)
 }
 
@@ -98,7 +99,7 @@ type executor struct {
 }
 
 func (x *executor) handle(ctx context.Context, d events.Delivery) error {
-	st, err := x.deps.Store.State(ctx, d.Event.JobID)
+	st, err := x.deps.Store.StateAt(ctx, d.Event)
 	if err != nil {
 		return err
 	}

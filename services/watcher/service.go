@@ -53,6 +53,8 @@ func (c Config) withDefaults() Config {
 // Store is what the watcher needs of the event store.
 type Store interface {
 	Decide(ctx context.Context, jobID string, decide events.Decision) (events.State, error)
+	DecideOn(ctx context.Context, e events.Event, decide events.Decision) (events.State, error)
+	StateAt(ctx context.Context, e events.Event) (events.State, error)
 }
 
 // Deps are the watcher's live collaborators.
@@ -111,7 +113,7 @@ func runEnder(ctx context.Context, deps Deps) error {
 		Durable: "watcher-end", Filters: []string{events.TypeFilter(events.StagedOut, "")},
 		Workers: 8, Logger: deps.Logger,
 	}, func(ctx context.Context, d events.Delivery) error {
-		_, err := deps.Store.Decide(ctx, d.Event.JobID, decide)
+		_, err := deps.Store.DecideOn(ctx, d.Event, decide)
 		if errors.Is(err, events.ErrIllegalTransition) {
 			deps.Logger.Error("terminal decision refused", "job", d.Event.JobID, "err", err)
 			return nil
