@@ -201,3 +201,34 @@ func TestCheckProfilesReportsWatcherFields(t *testing.T) {
 		t.Error("errors are not profile.Errors")
 	}
 }
+
+// TestPlanConcurrently: the service plans with many workers on one planner (run with
+// -race to check it shares nothing mutable).
+func TestPlanConcurrently(t *testing.T) {
+	p := mustPlanner(t, testSet(t, nil), matchClusters()...)
+	want, err := p.Plan(events.Job{ID: "01SAME", Executable: "x", Requirements: events.Requirements{LRMS: "slurm"}, Count: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 8)
+	for w := 0; w < 8; w++ {
+		go func() {
+			for i := 0; i < 50; i++ {
+				got, err := p.Plan(events.Job{ID: "01SAME", Executable: "x", Requirements: events.Requirements{LRMS: "slurm"}, Count: 2})
+				if err == nil && got.Scripts[events.ScriptStart].SHA256 != want.Scripts[events.ScriptStart].SHA256 {
+					err = errors.New("START differs between concurrent renders")
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for w := 0; w < 8; w++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
