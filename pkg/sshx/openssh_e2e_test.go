@@ -30,7 +30,7 @@ import (
 // sshd wraps sshtest.OpenSSH with this package's test helpers.
 type sshd struct{ *sshtest.OpenSSH }
 
-func startSSHD(t testing.TB) sshd { return sshd{sshtest.StartOpenSSH(t)} }
+func startSSHD(t testing.TB, config ...string) sshd { return sshd{sshtest.StartOpenSSH(t, config...)} }
 
 func (s sshd) fingerprint(t testing.TB, kind string) string {
 	return ssh.FingerprintSHA256(s.HostKey(t, kind))
@@ -136,6 +136,26 @@ func TestOpenSSH(t *testing.T) {
 	if got := run(t, c, "true"); got.ExitCode != 0 {
 		t.Fatal("connection unusable after the subtests")
 	}
+}
+
+func TestOpenSSHSessionLimit(t *testing.T) {
+	// sshd allows 3 sessions per connection and frees one only a little after the client
+	// saw it end; sshx keeps to MaxSessionsPerConn and retries the refusals of that lag.
+	s := startSSHD(t, "MaxSessions 3")
+	c := client(t, s.pool(t, func(c *sshx.Config) { c.MaxSessionsPerConn = 3 }), s.Addr)
+	if _, err := c.SFTP(testCtx(t)); err != nil { // holds one of the three
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 30 {
+		wg.Go(func() {
+			res, err := c.Run(testCtx(t), fmt.Sprintf("echo %d", i), nil)
+			if err != nil || strings.TrimSpace(string(res.Stdout)) != strconv.Itoa(i) {
+				t.Errorf("run %d: %q, %v", i, res.Stdout, err)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func TestOpenSSHHostKeys(t *testing.T) {

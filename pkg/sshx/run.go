@@ -113,8 +113,10 @@ func (c *Client) notStarted(err error) error {
 }
 
 // session takes a session slot and opens a session. Servers refuse sessions beyond
-// their limit ("administratively prohibited") and OpenSSH frees a slot a little after
-// the client saw the session end, so such refusals are retried a few times.
+// their limit (OpenSSH: "connect failed: open failed"; others: "administratively
+// prohibited" or "resource shortage"), and OpenSSH frees a slot a little after the client
+// saw the session end, so refusals are retried with backoff (about 1.3 s in all): a
+// refused open never started anything.
 func (c *Client) session(ctx context.Context) (*ssh.Session, func(), error) {
 	release, err := c.acquire(ctx)
 	if err != nil {
@@ -126,8 +128,7 @@ func (c *Client) session(ctx context.Context) (*ssh.Session, func(), error) {
 			return sess, release, nil
 		}
 		var refused *ssh.OpenChannelError
-		retry := errors.As(err, &refused) && attempt < 6 &&
-			(refused.Reason == ssh.Prohibited || refused.Reason == ssh.ResourceShortage)
+		retry := errors.As(err, &refused) && attempt < 8 && refused.Reason != ssh.UnknownChannelType
 		if !retry {
 			release()
 			return nil, nil, c.notStarted(err)

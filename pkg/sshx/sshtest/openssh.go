@@ -9,6 +9,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -39,8 +40,10 @@ type OpenSSH struct {
 
 // StartOpenSSH prepares the machine with scripts/install-openssh.sh (found by walking
 // up from the working directory to go.work), then runs /usr/sbin/sshd -D on a free
-// loopback port until the test ends. It fails the test when sshd cannot be prepared.
-func StartOpenSSH(t testing.TB) *OpenSSH {
+// loopback port until the test ends. Lines of config (e.g. "MaxSessions 2") go before
+// the defaults, so they win (sshd keeps a keyword's first value). It fails the test when
+// sshd cannot be prepared.
+func StartOpenSSH(t testing.TB, config ...string) *OpenSSH {
 	t.Helper()
 	installOpenSSH(t)
 	root, err := os.MkdirTemp("", "sshtest-openssh-")
@@ -72,7 +75,7 @@ func StartOpenSSH(t testing.TB) *OpenSSH {
 	if err := os.WriteFile(authorized, pub, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s.start(t, root, authorized)
+	s.start(t, root, authorized, config)
 	s.KnownHostsFile = s.KnownHosts(t, filepath.Join(root, "known_hosts"), "ed25519")
 	return s
 }
@@ -178,12 +181,13 @@ func keygen(t testing.TB, args ...string) {
 
 // start runs sshd on a free port (retrying if another process takes the port first)
 // and waits until it accepts connections.
-func (s *OpenSSH) start(t testing.TB, root, authorized string) {
+func (s *OpenSSH) start(t testing.TB, root, authorized string, extra []string) {
 	t.Helper()
 	conf := filepath.Join(root, "sshd_config")
 	for attempt := 1; ; attempt++ {
 		port := freePort(t)
-		if err := os.WriteFile(conf, []byte(sshdConfig(port, root, authorized)), 0o644); err != nil {
+		config := strings.Join(extra, "\n") + "\n" + sshdConfig(port, root, authorized)
+		if err := os.WriteFile(conf, []byte(config), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		logFile, err := os.Create(s.LogFile)
