@@ -17,6 +17,7 @@ import (
 	"github.com/gridwire/gridwire/pkg/cluster"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
 )
 
 // Config is the executor's plain configuration.
@@ -25,6 +26,10 @@ type Config struct {
 	ID         string          // this process's name in started events
 	Workers    int             // starts in flight per process; default 8
 	MaxDeliver int             // start attempts before the job fails; default 5
+	// AckWait is how long a delivery is owned by this process without a sign of life;
+	// a slow START extends it while it runs. Default 30s: a dead executor's jobs go to
+	// another process after it.
+	AckWait time.Duration
 }
 
 // Validate reports configuration errors.
@@ -32,8 +37,17 @@ func (c Config) Validate() error {
 	if c.Cluster.Name == "" {
 		return errors.New("executor: no cluster configured")
 	}
-	if c.Cluster.Kind != cluster.KindFork {
-		return fmt.Errorf("executor: cluster %s: kind %q is not supported yet", c.Cluster.Name, c.Cluster.Kind)
+	switch c.Cluster.Kind {
+	case cluster.KindFork:
+	case cluster.KindSSH:
+		if len(c.Cluster.Hosts) == 0 {
+			return fmt.Errorf("executor: cluster %s: kind ssh needs hosts", c.Cluster.Name)
+		}
+	default:
+		return fmt.Errorf("executor: cluster %s: kind %q is neither fork nor ssh", c.Cluster.Name, c.Cluster.Kind)
+	}
+	if c.Workers < 0 || c.MaxDeliver < 0 || c.AckWait < 0 {
+		return fmt.Errorf("executor: cluster %s: negative workers, max deliveries or ack wait", c.Cluster.Name)
 	}
 	return nil
 }
@@ -52,6 +66,9 @@ type Deps struct {
 	Store  Store
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Target runs the cluster's jobs; nil means the one the cluster's kind and profile
+	// call for (NewTarget).
+	Target Target
 }
 
 // Target starts a job's run on a target system. Start must be idempotent: if a run of
@@ -60,7 +77,14 @@ type Target interface {
 	Start(ctx context.Context, st events.State) (events.StartedData, error)
 }
 
-// Run serves the cluster's queue until ctx ends.
+// Controller runs a job's ABORT, HOLD or RESUME script on the target that runs it. A
+// script that ran and failed is an Output with a non-zero exit, recorded as
+// action_failed; an error means it could not be run and is retried.
+type Controller interface {
+	Control(ctx context.Context, st events.State, script string) (Output, error)
+}
+
+// Run serves the cluster's queue and its control requests until ctx ends.
 func Run(ctx context.Context, cfg Config, deps Deps) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -77,18 +101,47 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 	if cfg.MaxDeliver <= 0 {
 		cfg.MaxDeliver = 5
 	}
+	if cfg.AckWait <= 0 {
+		cfg.AckWait = 30 * time.Second
+	}
 	log := deps.Logger.With("cluster", cfg.Cluster.Name)
-	x := &executor{cfg: cfg, deps: deps, log: log,
-		target: &ForkTarget{Cluster: cfg.Cluster.Name, Hints: deps.Conn, Logger: log}}
-	return events.Consume(ctx, deps.JS, events.ConsumerSpec{
-		Durable:    "executor-" + cfg.Cluster.Name,
-		Filters:    []string{events.TypeFilter(events.Queued, cfg.Cluster.Name)},
-		Workers:    cfg.Workers,
-		Batch:      cfg.Workers,
-		MaxDeliver: cfg.MaxDeliver,
-		AckWait:    30 * time.Second,
-		Logger:     log, OnExhausted: x.exhausted,
-	}, x.handle)
+	target := deps.Target
+	if target == nil {
+		t, closeTarget, err := NewTarget(cfg.Cluster, deps.Conn, log)
+		if err != nil {
+			return err
+		}
+		defer closeTarget()
+		target = t
+	}
+	ctl, ok := target.(Controller)
+	if !ok {
+		return fmt.Errorf("executor: cluster %s: its target cannot abort, hold or resume jobs", cfg.Cluster.Name)
+	}
+	x := &executor{cfg: cfg, deps: deps, log: log, target: target, ctl: ctl}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		return events.Consume(gctx, deps.JS, events.ConsumerSpec{
+			Durable:    "executor-" + cfg.Cluster.Name,
+			Filters:    []string{events.TypeFilter(events.Queued, cfg.Cluster.Name)},
+			Workers:    cfg.Workers,
+			Batch:      cfg.Workers,
+			MaxDeliver: cfg.MaxDeliver,
+			AckWait:    cfg.AckWait,
+			Logger:     log, OnExhausted: x.exhausted,
+		}, x.handle)
+	})
+	g.Go(func() error {
+		return events.Consume(gctx, deps.JS, events.ConsumerSpec{
+			Durable: "executor-control-" + cfg.Cluster.Name,
+			Filters: []string{events.TypeFilter(events.CancelRequested, cfg.Cluster.Name),
+				events.TypeFilter(events.HoldRequested, cfg.Cluster.Name),
+				events.TypeFilter(events.ResumeRequested, cfg.Cluster.Name)},
+			Workers: 4, Batch: 4, MaxDeliver: cfg.MaxDeliver, AckWait: cfg.AckWait,
+			Logger: log, OnExhausted: x.controlExhausted,
+		}, x.control)
+	})
+	return g.Wait()
 }
 
 type executor struct {
@@ -96,36 +149,67 @@ type executor struct {
 	deps   Deps
 	log    *slog.Logger
 	target Target
+	ctl    Controller
 }
 
+// handle starts a queued job, or records the run an earlier attempt started. Requests
+// that came while it was being started (cancel, hold) are carried out once it runs.
 func (x *executor) handle(ctx context.Context, d events.Delivery) error {
 	st, err := x.deps.Store.StateAt(ctx, d.Event)
 	if err != nil {
 		return err
 	}
-	if st.Status != events.StatusQueued || st.NativeID != "" {
-		return nil // started already, or no longer wanted
+	if st.NativeID != "" {
+		return x.act(ctx, st) // started: only a request made meanwhile may be left
+	}
+	if st.Status != events.StatusQueued {
+		return nil // no longer wanted
 	}
 	if st.CancelRequested {
 		_, err := x.deps.Store.DecideFrom(ctx, st, x.cancelBeforeStart)
 		return err
 	}
+	stop := heartbeat(d, x.cfg.AckWait/3)
 	run, err := x.target.Start(ctx, st)
+	stop()
 	if err != nil {
 		return fmt.Errorf("starting job %s: %w", st.JobID, err)
 	}
 	run.Executor = x.cfg.ID
-	_, err = x.deps.Store.DecideFrom(ctx, st, func(s events.State) ([]events.Event, error) {
+	st, err = x.deps.Store.DecideFrom(ctx, st, func(s events.State) ([]events.Event, error) {
 		if s.Status != events.StatusQueued || s.NativeID != "" {
 			return nil, nil
 		}
 		e, err := events.New(s.JobID, events.Started, x.cfg.Cluster.Name, x.deps.Now(), run)
 		return []events.Event{e}, err
 	})
-	if err == nil {
-		x.log.Debug("started", "job", st.JobID, "native_id", run.NativeID, "adopted", run.Adopted)
+	if err != nil {
+		return err
 	}
-	return err
+	x.log.Debug("started", "job", st.JobID, "native_id", run.NativeID, "adopted", run.Adopted)
+	return x.act(ctx, st)
+}
+
+// heartbeat tells the server the delivery is still being worked on, every interval,
+// until the returned func is called.
+func heartbeat(d events.Delivery, every time.Duration) func() {
+	if every <= 0 {
+		every = time.Second
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_ = d.InProgress()
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 func (x *executor) cancelBeforeStart(s events.State) ([]events.Event, error) {

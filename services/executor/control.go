@@ -1,0 +1,131 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/cluster"
+	"github.com/nats-io/nats.go"
+)
+
+// NewTarget is the target a cluster's kind and profile call for: a fork cluster with a
+// fork LRMS runs jobs as detached processes here (ForkTarget); any other fork cluster
+// (a batch system whose clients are on this host) and every ssh cluster start jobs
+// through the profile's START (ScriptTarget), over one pooled connection per host for
+// ssh. The returned func releases the target's connections.
+func NewTarget(cl cluster.Cluster, hints *nats.Conn, log *slog.Logger) (Target, func(), error) {
+	batch := !strings.EqualFold(cl.LRMS, "fork") && !strings.EqualFold(cl.Profile, "fork")
+	if cl.Kind == cluster.KindFork && !batch {
+		return &ForkTarget{Cluster: cl.Name, Hints: hints, Logger: log}, func() {}, nil
+	}
+	t := &ScriptTarget{Cluster: cl.Name, Batch: batch, Logger: log}
+	if cl.Kind == cluster.KindFork {
+		t.Shells = []Shell{LocalShell{}}
+		return t, func() {}, nil
+	}
+	pool, err := NewSSHPool(cl, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, h := range cl.Hosts {
+		t.Shells = append(t.Shells, SSHShell{Pool: pool, Addr: h})
+	}
+	return t, func() { _ = pool.Close() }, nil
+}
+
+// Control implements Controller: the profile's script, run on this host.
+func (f *ForkTarget) Control(ctx context.Context, st events.State, script string) (Output, error) {
+	return runControl(ctx, LocalShell{}, st, script)
+}
+
+// action is what a job's requests ask of the target now.
+type action struct {
+	script string      // ABORT, HOLD or RESUME
+	done   events.Name // recorded when the script succeeded
+}
+
+// pending is the request the job's state still asks for: the fold keeps the latest
+// wish (a resume cancels a hold not yet carried out), and clears it once recorded. A
+// job not started yet has none: the services before the executor, and the executor
+// when it starts the job, carry those out.
+func pending(st events.State) (action, bool) {
+	onTarget := st.Status == events.StatusQueued || st.Status == events.StatusRunning || st.Status == events.StatusHeld
+	switch {
+	case !onTarget || st.NativeID == "":
+		return action{}, false
+	case st.CancelRequested:
+		return action{events.ScriptAbort, events.Cancelled}, true
+	case st.HoldRequested && st.Status != events.StatusHeld:
+		return action{events.ScriptHold, events.Held}, true
+	case st.ResumeRequested && st.Status == events.StatusHeld:
+		return action{events.ScriptResume, events.Resumed}, true
+	}
+	return action{}, false
+}
+
+// control handles one request event; the job's folded state says what is left to do.
+func (x *executor) control(ctx context.Context, d events.Delivery) error {
+	st, err := x.deps.Store.State(ctx, d.Event.JobID)
+	if err != nil {
+		return err
+	}
+	return x.act(ctx, st)
+}
+
+// act carries out the request the job's state holds, if any, and records the result:
+// cancelled, held or resumed, or action_failed with the script's output.
+func (x *executor) act(ctx context.Context, st events.State) error {
+	a, ok := pending(st)
+	if !ok {
+		return nil
+	}
+	out, err := x.ctl.Control(ctx, st, a.script)
+	if err != nil {
+		return fmt.Errorf("running %s for job %s: %w", a.script, st.JobID, err)
+	}
+	_, err = x.deps.Store.DecideFrom(ctx, st, func(s events.State) ([]events.Event, error) {
+		if b, ok := pending(s); !ok || b != a {
+			return nil, nil // the job ended or the wish changed while the script ran
+		}
+		if !out.ok() {
+			return x.actionFailed(s.JobID, a.script, out.describe(), string(out.Stdout))
+		}
+		var payload any = events.Note{Action: a.script, Output: strings.TrimSpace(string(out.Stdout))}
+		if a.done == events.Cancelled {
+			payload = events.EndData{Reason: "cancelled on request"}
+		}
+		e, err := events.New(s.JobID, a.done, x.cfg.Cluster.Name, x.deps.Now(), payload)
+		return []events.Event{e}, err
+	})
+	if err == nil {
+		x.log.Info("request carried out", "job", st.JobID, "action", a.script, "ok", out.ok())
+	}
+	return err
+}
+
+func (x *executor) actionFailed(jobID, script, reason, output string) ([]events.Event, error) {
+	e, err := events.New(jobID, events.ActionFailed, x.cfg.Cluster.Name, x.deps.Now(),
+		events.Note{Action: script, Reason: reason, Output: output})
+	return []events.Event{e}, err
+}
+
+// controlExhausted records a request whose script could never be run.
+func (x *executor) controlExhausted(ctx context.Context, d events.Delivery, cause error) {
+	st, err := x.deps.Store.State(ctx, d.Event.JobID)
+	if err == nil {
+		_, err = x.deps.Store.DecideFrom(ctx, st, func(s events.State) ([]events.Event, error) {
+			a, ok := pending(s)
+			if !ok {
+				return nil, nil
+			}
+			return x.actionFailed(s.JobID, a.script, fmt.Sprintf("could not run %s on %s after %d attempts: %v",
+				a.script, x.cfg.Cluster.Name, d.Delivered, cause), "")
+		})
+	}
+	if err != nil {
+		x.log.Error("recording an exhausted request", "job", d.Event.JobID, "err", err)
+	}
+}

@@ -1,0 +1,311 @@
+package executor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gridwire/gridwire/events"
+)
+
+// ScriptTarget starts jobs through the cluster's profile: the JOB script is written into
+// the job's working directory on the target, the profile's static scripts into BIN
+// storage, and START runs there; its output, parsed with the profile's native ID
+// pattern, is the job's native ID. It serves remote hosts (SSHShell: a fork-like
+// profile's START detaches the job on the host, a batch profile's submits it) and batch
+// systems reached from this host (LocalShell).
+//
+// Starting is idempotent through files beside the job on the target: START runs only
+// under a start lock (.gridwire/start.lock, created exclusively), and its exit status
+// and output are kept (.gridwire/start.rc, .gridwire/start.out). An attempt that finds
+// them adopts the run they record instead of starting another; one that finds the lock
+// without them waits for the attempt holding it, up to StaleLock.
+type ScriptTarget struct {
+	Cluster string
+	Shells  []Shell // one per host; a job always goes to the same one
+	// Batch says START queues the job in an LRMS (not RUNNING at once).
+	Batch bool
+	// StaleLock is how long a start lock without a recorded result is trusted to belong
+	// to a START still running; default 5 minutes.
+	StaleLock time.Duration
+	// Poll is the wait between looks at another attempt's START; default 1s.
+	Poll   time.Duration
+	Logger *slog.Logger
+
+	mu       sync.Mutex
+	patterns map[string]*regexp.Regexp
+	statics  map[string]bool // host + location of static scripts known to be installed
+}
+
+// Files of the start lock, relative to the working directory.
+const (
+	startLock = events.ControlDir + "/start.lock"
+	startRC   = events.ControlDir + "/start.rc"
+	startOut  = events.ControlDir + "/start.out"
+	startErr  = events.ControlDir + "/start.err"
+)
+
+// Start implements Target.
+func (s *ScriptTarget) Start(ctx context.Context, st events.State) (events.StartedData, error) {
+	inc := st.Incarnation
+	if inc == nil || !strings.HasPrefix(inc.WorkDir, "/") {
+		return events.StartedData{}, fmt.Errorf("job %s has no absolute working directory", st.JobID)
+	}
+	start, ok := inc.Scripts[events.ScriptStart]
+	job, okJob := inc.Scripts[events.ScriptJob]
+	if !ok || !okJob || start.Body == "" || job.Body == "" {
+		return events.StartedData{}, fmt.Errorf("job %s lacks its %s or %s script", st.JobID, events.ScriptStart, events.ScriptJob)
+	}
+	re, err := s.pattern(inc.NativeIDPattern)
+	if err != nil {
+		return events.StartedData{}, fmt.Errorf("job %s: native ID pattern: %w", st.JobID, err)
+	}
+	sh := s.shellFor(st.JobID)
+	if err := s.installStatics(ctx, sh, inc.StaticScripts); err != nil {
+		return events.StartedData{}, fmt.Errorf("installing static scripts on %s: %w", sh.Host(), err)
+	}
+	if err := sh.WriteFile(ctx, path.Join(inc.WorkDir, events.ScriptFile), []byte(job.Body), 0o700); err != nil {
+		return events.StartedData{}, fmt.Errorf("writing the job script on %s: %w", sh.Host(), err)
+	}
+	vars := map[string]string{events.VarJobID: st.JobID, events.VarWorkDir: inc.WorkDir}
+	wrapper := withVars(vars, s.wrapper(start.Body))
+	for {
+		out, err := sh.Run(ctx, wrapper)
+		if err != nil {
+			return events.StartedData{}, err
+		}
+		res, err := parseWrapper(out)
+		if err != nil {
+			return events.StartedData{}, fmt.Errorf("job %s on %s: %w", st.JobID, sh.Host(), err)
+		}
+		switch res.verdict {
+		case "busy":
+			if err := sleepCtx(ctx, s.poll()); err != nil {
+				return events.StartedData{}, err
+			}
+			continue
+		case "stale":
+			s.log().Warn("took over an abandoned start", "job", st.JobID, "host", sh.Host())
+			continue
+		}
+		if res.rc != 0 {
+			return events.StartedData{}, fmt.Errorf("START of job %s on %s failed: %s", st.JobID, sh.Host(),
+				Output{Stdout: res.out, Stderr: out.Stderr, ExitCode: res.rc}.describe())
+		}
+		id, err := nativeID(re, res.out)
+		if err != nil {
+			return events.StartedData{}, fmt.Errorf("START of job %s on %s: %w", st.JobID, sh.Host(), err)
+		}
+		return events.StartedData{Cluster: s.Cluster, Host: sh.Host(), HostKey: sh.HostKey(), NativeID: id,
+			Running: !s.Batch, Adopted: res.verdict != "ran"}, nil
+	}
+}
+
+// Control implements Controller: the profile's script for the action, with the job's
+// native ID, on the host that started it.
+func (s *ScriptTarget) Control(ctx context.Context, st events.State, script string) (Output, error) {
+	return runControl(ctx, s.shellAt(st.Host, st.JobID), st, script)
+}
+
+// runControl runs one of the job's control scripts (ABORT, HOLD, RESUME) on sh.
+func runControl(ctx context.Context, sh Shell, st events.State, script string) (Output, error) {
+	if st.Incarnation == nil {
+		return Output{}, fmt.Errorf("job %s has no incarnation", st.JobID)
+	}
+	body, ok := st.Incarnation.Scripts[script]
+	if !ok || body.Body == "" {
+		return Output{ExitCode: -1, Stderr: []byte("the profile has no " + script + " script")}, nil
+	}
+	vars := map[string]string{events.VarJobID: st.JobID, events.VarWorkDir: st.Incarnation.WorkDir, events.VarNativeID: st.NativeID}
+	return sh.Run(ctx, withVars(vars, body.Body))
+}
+
+// shellFor picks the job's host: the same one for every attempt, spread over the hosts.
+func (s *ScriptTarget) shellFor(jobID string) Shell {
+	h := fnv.New32a()
+	h.Write([]byte(jobID))
+	return s.Shells[int(h.Sum32()%uint32(len(s.Shells)))]
+}
+
+// shellAt is the shell of the host a job started on.
+func (s *ScriptTarget) shellAt(host, jobID string) Shell {
+	for _, sh := range s.Shells {
+		if sh.Host() == host {
+			return sh
+		}
+	}
+	return s.shellFor(jobID)
+}
+
+// wrapper is START under the start lock, in one shell on the target: it keeps START's
+// output and status beside the job before it prints anything, so the executor's death
+// (its end of the pipe closing) cannot come between START and that record, and it
+// reports which case it found. A failed START releases the lock for a retry.
+func (s *ScriptTarget) wrapper(start string) string {
+	minutes := int(max(s.stale(), time.Minute) / time.Minute)
+	return `c="$GW_WORKDIR/` + events.ControlDir + `"
+mkdir -p "$c" && cd "$GW_WORKDIR" || exit 90
+if ( set -C; : >"` + startLock + `" ) 2>/dev/null; then
+  (
+` + start + `
+  ) </dev/null >"` + startOut + `" 2>"` + startErr + `"
+  echo "$?" >"` + startRC + `.tmp" && mv -f "` + startRC + `.tmp" "` + startRC + `" || exit 91
+  v=ran
+elif [ -s "` + startRC + `" ]; then
+  v=done
+elif [ -n "$(find "` + startLock + `" -mmin +` + strconv.Itoa(minutes) + ` 2>/dev/null)" ]; then
+  mv -f "` + startLock + `" "` + startLock + `.abandoned-$$" 2>/dev/null; echo "gw:stale"; exit 0
+else
+  echo "gw:busy"; exit 0
+fi
+rc=$(cat "` + startRC + `") o=$(cat "` + startOut + `") e=$(cat "` + startErr + `")
+if [ "$rc" != 0 ]; then mv -f "` + startLock + `" "` + startLock + `.failed-$$" 2>/dev/null; rm -f "` + startRC + `"; fi
+printf 'gw:%s %s\n%s\n' "$v" "$rc" "$o"
+printf '%s\n' "$e" >&2
+`
+}
+
+type wrapperResult struct {
+	verdict string // ran, done, busy, stale
+	rc      int
+	out     []byte // START's standard output
+}
+
+// parseWrapper reads the wrapper's first line ("gw:VERDICT [RC]") and START's output.
+func parseWrapper(o Output) (wrapperResult, error) {
+	if o.ExitCode != 0 {
+		return wrapperResult{}, fmt.Errorf("preparing the start: %s", o.describe())
+	}
+	first, rest, _ := bytes.Cut(o.Stdout, []byte("\n"))
+	verdict, rc, _ := strings.Cut(strings.TrimPrefix(string(first), "gw:"), " ")
+	switch {
+	case !bytes.HasPrefix(first, []byte("gw:")):
+		return wrapperResult{}, fmt.Errorf("unexpected output of the start wrapper: %q", first)
+	case verdict == "busy" || verdict == "stale":
+		return wrapperResult{verdict: verdict}, nil
+	case verdict != "ran" && verdict != "done":
+		return wrapperResult{}, fmt.Errorf("unexpected verdict of the start wrapper: %q", first)
+	}
+	code, err := strconv.Atoi(rc)
+	if err != nil {
+		return wrapperResult{}, fmt.Errorf("START's recorded exit status %q", rc)
+	}
+	return wrapperResult{verdict: verdict, rc: code, out: rest}, nil
+}
+
+// nativeID applies the profile's pattern to START's output: group 1 of the first line
+// that matches (or of the whole output, for a multi-line pattern).
+func nativeID(re *regexp.Regexp, out []byte) (string, error) {
+	for _, line := range strings.Split(string(out), "\n") {
+		if m := re.FindStringSubmatch(line); len(m) > 1 && m[1] != "" {
+			return m[1], nil
+		}
+	}
+	if m := re.FindSubmatch(out); len(m) > 1 && len(m[1]) > 0 {
+		return string(m[1]), nil
+	}
+	return "", fmt.Errorf("no native ID in START's output %q (pattern %s)", truncate(out, 200), re)
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "..."
+	}
+	return string(b)
+}
+
+// pattern compiles (once) a profile's native ID pattern; the incarnator has already
+// refused what Go's RE2 reads differently from Java.
+func (s *ScriptTarget) pattern(p string) (*regexp.Regexp, error) {
+	if p == "" {
+		return nil, errors.New("the profile gives none")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if re, ok := s.patterns[p]; ok {
+		return re, nil
+	}
+	re, err := regexp.Compile(p)
+	if err != nil {
+		return nil, err
+	}
+	if s.patterns == nil {
+		s.patterns = map[string]*regexp.Regexp{}
+	}
+	s.patterns[p] = re
+	return re, nil
+}
+
+// installStatics writes the profile's static scripts that the host lacks. A static
+// script's location carries its content hash, so one that exists is the right one.
+func (s *ScriptTarget) installStatics(ctx context.Context, sh Shell, statics map[string]events.Script) error {
+	for name, sc := range statics {
+		if sc.Location == "" || !strings.HasPrefix(sc.Location, "/") {
+			return fmt.Errorf("static script %s has no absolute location", name)
+		}
+		key := sh.Host() + "\x00" + sc.Location
+		s.mu.Lock()
+		known := s.statics[key]
+		s.mu.Unlock()
+		if known {
+			continue
+		}
+		ok, err := sh.Exists(ctx, sc.Location)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			if err := sh.WriteFile(ctx, sc.Location, []byte(sc.Body), 0o700); err != nil {
+				return err
+			}
+		}
+		s.mu.Lock()
+		if s.statics == nil {
+			s.statics = map[string]bool{}
+		}
+		s.statics[key] = true
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+func (s *ScriptTarget) stale() time.Duration {
+	if s.StaleLock > 0 {
+		return s.StaleLock
+	}
+	return 5 * time.Minute
+}
+
+func (s *ScriptTarget) poll() time.Duration {
+	if s.Poll > 0 {
+		return s.Poll
+	}
+	return time.Second
+}
+
+func (s *ScriptTarget) log() *slog.Logger {
+	if s.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.Logger
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
