@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/gridwire/gridwire/events"
@@ -14,25 +16,87 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Reader is what the read API needs of the event store.
-type Reader interface {
+// LogStore is what the read API needs of the event store: reading histories and the
+// stream, and appending external events under the same rules as gridwire's own.
+type LogStore interface {
 	Load(ctx context.Context, jobID string) (events.History, error)
 	Scan(ctx context.Context, filter string, from uint64, max int) ([]events.Event, bool, error)
+	Decide(ctx context.Context, jobID string, decide events.Decision) (events.State, error)
 }
 
-// API serves the read side over HTTP: the job table, one job, its history, and the live
-// event stream as Server-Sent Events.
+// API serves the read side over HTTP: the job table (from the projection), one job (at
+// any moment of its life), its history, the live event stream as Server-Sent Events, the
+// web page; and the way in for other systems' events. Run mirrors the projection and
+// serves external events on NATS; without Run the job table is empty.
 type API struct {
-	Store Reader
+	Store LogStore
 	JS    jetstream.JetStream
+	// Bucket is the projection bucket to mirror (default JobsBucket).
+	Bucket string
+	// Auth checks the credentials of external events arriving over NATS; nil trusts
+	// every NATS client (the bus itself is then the boundary).
+	Auth *httpapi.Auth
+	// Now is the clock for external events (default time.Now).
+	Now func() time.Time
+
+	once  sync.Once
+	table *Table
 }
 
-// Routes registers the read routes on mux.
+// Routes registers the read routes, POST /v1/events and the web page on mux.
 func (a *API) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/jobs", a.list)
 	mux.HandleFunc("GET /v1/jobs/{id}", a.job)
 	mux.HandleFunc("GET /v1/jobs/{id}/events", a.history)
 	mux.HandleFunc("GET /v1/events", a.stream)
+	mux.HandleFunc("POST /v1/events", a.publish)
+	a.webRoutes(mux)
+}
+
+// Jobs is the job table this API serves: the mirror of the projection.
+func (a *API) Jobs() *Table {
+	a.once.Do(func() { a.table = NewTable() })
+	return a.table
+}
+
+// Run mirrors the projection bucket into Jobs and answers external events on
+// ExternalSubject until ctx ends.
+func (a *API) Run(ctx context.Context) error {
+	bucket := a.Bucket
+	if bucket == "" {
+		bucket = JobsBucket
+	}
+	kv, err := projectionBucket(ctx, a.JS, bucket)
+	if err != nil {
+		return err
+	}
+	sub, err := a.JS.Conn().Subscribe(ExternalSubject, a.publishNATS)
+	if err != nil {
+		return fmt.Errorf("subscribing to %s: %w", ExternalSubject, err)
+	}
+	defer sub.Unsubscribe()
+	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+	if err != nil {
+		return fmt.Errorf("mirroring projection %s: %w", bucket, err)
+	}
+	defer w.Stop()
+	t := a.Jobs()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case entry, ok := <-w.Updates():
+			if !ok {
+				return fmt.Errorf("mirroring projection %s: watch ended", bucket)
+			}
+			if entry == nil {
+				continue
+			}
+			if _, err := t.setEntry(entry); err != nil {
+				return fmt.Errorf("mirroring projection %s: %w", bucket, err)
+			}
+		}
+	}
 }
 
 // JobView is a job as the API shows it.
@@ -82,13 +146,49 @@ func (a *API) fold(ctx context.Context, id string) (events.State, []events.Event
 	return st, h.Events, err
 }
 
+// job serves one job's state, folded from its history; ?as_of=TIME folds only the
+// events recorded at or before TIME (RFC 3339), the state the job had then.
 func (a *API) job(w http.ResponseWriter, r *http.Request) {
-	st, _, err := a.fold(r.Context(), r.PathValue("id"))
+	asOf, err := timeParam(r, "as_of")
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	st, evs, err := a.fold(r.Context(), r.PathValue("id"))
+	if err == nil && !asOf.IsZero() {
+		st, err = stateAsOf(evs, asOf)
+	}
 	if err != nil {
 		httpapi.WriteError(w, err)
 		return
 	}
 	httpapi.WriteJSON(w, http.StatusOK, ViewOf(st))
+}
+
+// stateAsOf folds the events recorded at or before t: the history's prefix up to the
+// first event after t, so a late clock on one service never folds out of order.
+func stateAsOf(evs []events.Event, t time.Time) (events.State, error) {
+	n := 0
+	for n < len(evs) && !evs[n].Time.After(t) {
+		n++
+	}
+	if n == 0 {
+		return events.State{}, httpapi.Errorf(http.StatusNotFound, "not_yet_submitted",
+			"as_of: job %s was submitted at %s, after %s", evs[0].JobID, evs[0].Time.Format(time.RFC3339Nano), t.Format(time.RFC3339Nano))
+	}
+	return events.Replay(evs[:n])
+}
+
+func timeParam(r *http.Request, name string) (time.Time, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, httpapi.Errorf(http.StatusBadRequest, "bad_"+name, "%s: %q is not an RFC 3339 time", name, v)
+	}
+	return t, nil
 }
 
 func (a *API) history(w http.ResponseWriter, r *http.Request) {
@@ -100,38 +200,57 @@ func (a *API) history(w http.ResponseWriter, r *http.Request) {
 	httpapi.WriteJSON(w, http.StatusOK, evs)
 }
 
-// list pages through submitted jobs in stream order: ?after=SEQ&limit=N.
+// list serves the job table from the projection: ?state=A,B&cluster=&submitter=
+// &since=TIME&until=TIME (submission time) &after=JOBID&limit=N&order=desc.
 func (a *API) list(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	limit, _ := strconv.Atoi(q.Get("limit"))
-	if limit <= 0 || limit > 1000 {
-		limit = 100
-	}
-	after, _ := strconv.ParseUint(q.Get("after"), 10, 64)
-	subs, more, err := a.Store.Scan(r.Context(), events.TypeFilter(events.Submitted, ""), after+1, limit)
+	q, err := queryOf(r)
 	if err != nil {
 		httpapi.WriteError(w, err)
 		return
 	}
-	out := struct {
-		Jobs []JobView `json:"jobs"`
-		Next uint64    `json:"next,omitempty"`
-	}{Jobs: make([]JobView, 0, len(subs))}
-	for _, e := range subs {
-		st, _, err := a.fold(r.Context(), e.JobID)
-		if err != nil {
-			httpapi.WriteError(w, err)
-			return
-		}
-		if s := q.Get("state"); s != "" && string(st.Status) != s {
+	httpapi.WriteJSON(w, http.StatusOK, a.Jobs().Select(q))
+}
+
+func queryOf(r *http.Request) (Query, error) {
+	v := r.URL.Query()
+	q := Query{Cluster: v.Get("cluster"), Submitter: v.Get("submitter"), After: v.Get("after"),
+		Descending: v.Get("order") == "desc"}
+	if o := v.Get("order"); o != "" && o != "asc" && o != "desc" {
+		return q, httpapi.Errorf(http.StatusBadRequest, "bad_order", "order: %q is not asc or desc", o)
+	}
+	for _, s := range strings.Split(v.Get("state"), ",") {
+		if s == "" {
 			continue
 		}
-		out.Jobs = append(out.Jobs, ViewOf(st))
+		st := events.Status(strings.ToUpper(s))
+		if !knownStatus(st) {
+			return q, httpapi.Errorf(http.StatusBadRequest, "bad_state", "state: %q is not a job state", s)
+		}
+		q.States = append(q.States, st)
 	}
-	if more && len(subs) > 0 {
-		out.Next = subs[len(subs)-1].Seq
+	if l := v.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 1000 {
+			return q, httpapi.Errorf(http.StatusBadRequest, "bad_limit", "limit: %q is not a number from 1 to 1000", l)
+		}
+		q.Limit = n
 	}
-	httpapi.WriteJSON(w, http.StatusOK, out)
+	var err error
+	if q.Since, err = timeParam(r, "since"); err != nil {
+		return q, err
+	}
+	q.Until, err = timeParam(r, "until")
+	return q, err
+}
+
+func knownStatus(s events.Status) bool {
+	switch s {
+	case events.StatusSubmitted, events.StatusIncarnated, events.StatusStagingIn, events.StatusQueued,
+		events.StatusRunning, events.StatusHeld, events.StatusStagingOut, events.StatusSucceeded,
+		events.StatusFailed, events.StatusCancelled:
+		return true
+	}
+	return false
 }
 
 // stream serves the event log as Server-Sent Events, each with id = stream sequence.

@@ -27,6 +27,11 @@ type Config struct {
 	// VanishGrace is how long a job may be gone from its target without an exit status
 	// before it is recorded as ended without one (default 30s).
 	VanishGrace time.Duration
+	// Projection is the KV bucket of the job table projection (default JobsBucket);
+	// "-" runs no projector (another watcher process maintains it).
+	Projection string
+	// FlushEvery is how often the projector writes what it folded (default 100ms).
+	FlushEvery time.Duration
 }
 
 // Validate reports configuration errors.
@@ -46,6 +51,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.VanishGrace == 0 {
 		c.VanishGrace = 30 * time.Second
+	}
+	if c.Projection == "" {
+		c.Projection = JobsBucket
+	}
+	if c.FlushEvery <= 0 {
+		c.FlushEvery = 100 * time.Millisecond
 	}
 	return c
 }
@@ -87,6 +98,9 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return runEnder(gctx, deps) })
+	if cfg.Projection != "-" {
+		g.Go(func() error { return runProjector(gctx, deps.JS, cfg.Projection, cfg.FlushEvery, deps.Logger) })
+	}
 	for _, cl := range cfg.Clusters {
 		p := deps.Probers[cl.Name]
 		if p == nil {

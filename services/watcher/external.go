@@ -1,0 +1,200 @@
+package watcher
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/httpapi"
+	"github.com/nats-io/nats.go"
+)
+
+// ExternalSubject is the NATS subject (request/reply) on which other systems publish job
+// events into gridwire, as with POST /v1/events. The request carries the structured
+// CloudEvent as its data and the bearer token in an Authorization header.
+const ExternalSubject = "gridwire.api.events"
+
+// StatusHeader carries the HTTP status of a refused external event in the NATS reply.
+const StatusHeader = "Gridwire-Status"
+
+// maxExternalBody bounds one external event.
+const maxExternalBody = 1 << 20
+
+// Accepted is the answer to an accepted external event.
+type Accepted struct {
+	ID     string        `json:"id"`
+	Job    string        `json:"job"`
+	Seq    uint64        `json:"seq"`
+	Status events.Status `json:"status"`
+}
+
+// payloadOf returns a fresh value of the payload type an event name carries.
+func payloadOf(n events.Name) any {
+	switch n {
+	case events.Submitted:
+		return &events.Job{}
+	case events.Incarnated:
+		return &events.IncarnatedData{}
+	case events.StagingIn:
+		return &events.StagingData{}
+	case events.Transfer:
+		return &events.TransferData{}
+	case events.Queued:
+		return &events.QueuedData{}
+	case events.Started:
+		return &events.StartedData{}
+	case events.StatusChanged:
+		return &events.StatusData{}
+	case events.Exited:
+		return &events.ExitedData{}
+	case events.StagedOut:
+		return &events.StagedOutData{}
+	case events.Succeeded, events.Failed, events.Cancelled:
+		return &events.EndData{}
+	}
+	return &events.Note{}
+}
+
+// parseExternal validates an external CloudEvent: the schema (a known gridwire type, a
+// subject naming the job, data that decodes strictly into that type's payload) and the
+// caller's right to publish for its source. The principal is the caller's.
+func parseExternal(body []byte, g httpapi.Grant, now time.Time) (events.Event, error) {
+	e, err := events.Decode(body)
+	if err != nil {
+		code := "invalid_event"
+		if errors.Is(err, events.ErrUnknownEvent) {
+			code = "unknown_type"
+		}
+		return e, httpapi.Errorf(http.StatusBadRequest, code, "event: %v", err)
+	}
+	if !g.MaySource(e.Source) {
+		return e, httpapi.Errorf(http.StatusForbidden, "source_not_allowed",
+			"source: principal %s may not publish events for source %q", g.Principal, e.Source)
+	}
+	dec := json.NewDecoder(bytes.NewReader(e.Data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(payloadOf(e.Name)); err != nil {
+		return e, httpapi.Errorf(http.StatusBadRequest, "invalid_data", "data: not a %s payload: %v", e.Name, err)
+	}
+	if e.Time.IsZero() {
+		e.Time = now.UTC()
+	}
+	// The chain, the route and the principal are the store's and the gateway's to set:
+	// an external event records a fact and never hands work to gridwire's executors.
+	e.Principal, e.PrevHash, e.PrevSeq, e.Route, e.Hash = g.Principal, "", 0, "", ""
+	if err := e.Validate(); err != nil {
+		return e, httpapi.Errorf(http.StatusBadRequest, "invalid_event", "event: %v", err)
+	}
+	return e, nil
+}
+
+// appendExternal appends an external event to its job's history under the fold's rules.
+// A retry of an event already recorded (same id) appends nothing and answers the same.
+func (a *API) appendExternal(ctx context.Context, e events.Event) (Accepted, error) {
+	var seq uint64
+	st, err := a.Store.Decide(ctx, e.JobID, func(st events.State) ([]events.Event, error) {
+		if st.LastID == e.ID {
+			seq = st.LastSeq
+			return nil, nil
+		}
+		return []events.Event{e}, nil
+	})
+	var te *events.TransitionError
+	switch {
+	case errors.As(err, &te):
+		return Accepted{}, httpapi.Errorf(http.StatusConflict, "illegal_transition", "type: %v", err)
+	case errors.Is(err, events.ErrBadEvent):
+		return Accepted{}, httpapi.Errorf(http.StatusBadRequest, "invalid_data", "data: %v", err)
+	case err != nil:
+		return Accepted{}, err
+	}
+	if seq == 0 {
+		seq = st.LastSeq
+	}
+	return Accepted{ID: e.ID, Job: e.JobID, Seq: seq, Status: st.Status}, nil
+}
+
+func (a *API) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+// publish is POST /v1/events: one structured-mode CloudEvent (application/cloudevents+json
+// or application/json).
+func (a *API) publish(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxExternalBody+1))
+	if err == nil && len(body) > maxExternalBody {
+		err = httpapi.Errorf(http.StatusRequestEntityTooLarge, "too_large", "body: over %d bytes", maxExternalBody)
+	}
+	var acc Accepted
+	if err == nil {
+		acc, err = a.external(r.Context(), body, httpapi.GrantFrom(r.Context()))
+	}
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusCreated, acc)
+}
+
+func (a *API) external(ctx context.Context, body []byte, g httpapi.Grant) (Accepted, error) {
+	e, err := parseExternal(body, g, a.now())
+	if err != nil {
+		return Accepted{}, err
+	}
+	return a.appendExternal(ctx, e)
+}
+
+// publishNATS answers one external event on ExternalSubject with the same JSON as HTTP.
+func (a *API) publishNATS(m *nats.Msg) {
+	var g httpapi.Grant
+	ok := true
+	if a.Auth.Open() {
+		g, _ = a.Auth.Lookup("")
+	} else {
+		token, _ := strings.CutPrefix(m.Header.Get("Authorization"), "Bearer ")
+		g, ok = a.Auth.Lookup(token)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out any
+	var err error
+	if !ok {
+		err = httpapi.Errorf(http.StatusUnauthorized, "bad_token", "Authorization: the bearer token is not known")
+	} else if len(m.Data) > maxExternalBody {
+		err = httpapi.Errorf(http.StatusRequestEntityTooLarge, "too_large", "body: over %d bytes", maxExternalBody)
+	} else {
+		out, err = a.external(ctx, m.Data, g)
+	}
+	if err != nil {
+		var apiErr *httpapi.Error
+		if !errors.As(err, &apiErr) {
+			apiErr = &httpapi.Error{Status: http.StatusInternalServerError, Code: "internal", Detail: err.Error()}
+		}
+		out = map[string]*httpapi.Error{"error": apiErr}
+	}
+	b, _ := json.Marshal(out)
+	reply := nats.NewMsg(m.Reply)
+	reply.Data = b
+	if err != nil {
+		reply.Header.Set(StatusHeader, fmt.Sprint(statusOf(err)))
+	}
+	_ = m.RespondMsg(reply)
+}
+
+func statusOf(err error) int {
+	var apiErr *httpapi.Error
+	if errors.As(err, &apiErr) {
+		return apiErr.Status
+	}
+	return http.StatusInternalServerError
+}

@@ -1,0 +1,261 @@
+package watcher
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gridwire/gridwire/events"
+)
+
+// JobsBucket is the KV bucket holding the job table projection: one entry per job
+// (key JobKey(id), value the job's folded state, stamped with the stream sequence of its
+// last event) and MetaKey (the stream sequence the whole projection reflects, and how
+// many jobs each cluster has in each state). It is rebuilt from the log by Rebuild.
+const JobsBucket = "gridwire-jobs"
+
+// MetaKey is the projection's stamp and per-cluster, per-state counts.
+const MetaKey = "meta"
+
+// jobKeyPrefix prefixes each job's key in a projection bucket.
+const jobKeyPrefix = "job."
+
+// JobKey is a job's key in a projection bucket.
+func JobKey(id string) string { return jobKeyPrefix + id }
+
+// NoCluster is the cluster a job is counted under before it is incarnated.
+const NoCluster = "-"
+
+// Meta is the projection's stamp: everything up to Seq is folded in.
+type Meta struct {
+	Seq    uint64                    `json:"seq"`
+	Jobs   int                       `json:"jobs"`
+	Counts map[string]map[string]int `json:"counts"` // cluster → state → jobs
+}
+
+// Row is one job as the projection keeps it: its folded state, stripped of what the job
+// table does not show (the description, the rendered scripts, the transfer list, the
+// chain hash), so a table of millions of jobs fits in memory. Row.LastSeq stamps it.
+type Row = events.State
+
+// strip reduces a folded state to its Row. Apply never reads what strip drops (beyond
+// the job's kind), so folding further events into a Row gives the Row of the full fold.
+func strip(st events.State) Row {
+	if st.Job != nil {
+		st.Job = &events.Job{ID: st.Job.ID, Name: st.Job.Name, Kind: st.Job.Kind, Parent: st.Job.Parent,
+			Submitter: st.Job.Submitter}
+	}
+	st.Incarnation, st.Transfers, st.LastHash = nil, nil, ""
+	return st
+}
+
+// Table is a job table in memory: the projection the live projector maintains, a
+// replay builds, and the read API mirrors from KV. It is safe for concurrent use.
+type Table struct {
+	mu     sync.RWMutex
+	rows   map[string]Row
+	order  []string // job IDs sorted (ULIDs: submission order)
+	counts map[string]map[string]int
+	seq    uint64
+}
+
+// NewTable returns an empty table.
+func NewTable() *Table {
+	return &Table{rows: map[string]Row{}, counts: map[string]map[string]int{}}
+}
+
+// Apply folds one stored event into the table. An event at or below the job's stamp is
+// already folded and changes nothing; an event the state machine refuses leaves the job
+// as it was. It reports whether the job's row changed.
+func (t *Table) Apply(e events.Event) (bool, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e.Seq > t.seq {
+		t.seq = e.Seq
+	}
+	old, ok := t.rows[e.JobID]
+	if ok && e.Seq != 0 && e.Seq <= old.LastSeq {
+		return false, nil
+	}
+	next, err := events.Apply(old, e)
+	if err != nil {
+		return false, err
+	}
+	t.setLocked(strip(next), ok, old)
+	return true, nil
+}
+
+// Set puts a row as it is (a mirror of the KV projection).
+func (t *Table) Set(r Row) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old, ok := t.rows[r.JobID]
+	if ok && old.LastSeq > r.LastSeq {
+		return
+	}
+	t.setLocked(r, ok, old)
+	t.seq = max(t.seq, r.LastSeq)
+}
+
+// SetSeq records that the table reflects the stream up to seq.
+func (t *Table) SetSeq(seq uint64) {
+	t.mu.Lock()
+	t.seq = max(t.seq, seq)
+	t.mu.Unlock()
+}
+
+func (t *Table) setLocked(r Row, existed bool, old Row) {
+	if existed {
+		t.count(old, -1)
+	} else {
+		i, _ := slices.BinarySearch(t.order, r.JobID)
+		t.order = slices.Insert(t.order, i, r.JobID)
+	}
+	t.rows[r.JobID] = r
+	t.count(r, 1)
+}
+
+func (t *Table) count(r Row, d int) {
+	cl := r.Cluster
+	if cl == "" {
+		cl = NoCluster
+	}
+	m := t.counts[cl]
+	if m == nil {
+		m = map[string]int{}
+		t.counts[cl] = m
+	}
+	m[string(r.Status)] += d
+	if m[string(r.Status)] == 0 {
+		delete(m, string(r.Status))
+	}
+}
+
+// Row returns one job's row.
+func (t *Table) Row(id string) (Row, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	r, ok := t.rows[id]
+	return r, ok
+}
+
+// Meta returns the table's stamp and counts.
+func (t *Table) Meta() Meta {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	m := Meta{Seq: t.seq, Jobs: len(t.rows), Counts: make(map[string]map[string]int, len(t.counts))}
+	for cl, byState := range t.counts {
+		if len(byState) == 0 {
+			continue
+		}
+		c := make(map[string]int, len(byState))
+		for s, n := range byState {
+			c[s] = n
+		}
+		m.Counts[cl] = c
+	}
+	return m
+}
+
+// Rows returns every row in job ID order.
+func (t *Table) Rows() []Row {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	out := make([]Row, 0, len(t.order))
+	for _, id := range t.order {
+		out = append(out, t.rows[id])
+	}
+	return out
+}
+
+// Query selects rows of the job table. Zero fields match everything.
+type Query struct {
+	States     []events.Status
+	Cluster    string
+	Submitter  string
+	Since      time.Time // submitted at or after
+	Until      time.Time // submitted before
+	After      string    // page cursor: the last job ID of the previous page
+	Limit      int       // default 100
+	Descending bool      // newest first
+}
+
+// Page is one page of a query.
+type Page struct {
+	Jobs []JobView `json:"jobs"`
+	// Next is the cursor of the following page ("" on the last one).
+	Next string `json:"next,omitempty"`
+	// Seq is the stream sequence the table reflects.
+	Seq uint64 `json:"seq"`
+}
+
+// Select runs a query over the table in job ID (submission) order.
+func (t *Table) Select(q Query) Page {
+	if q.Limit <= 0 {
+		q.Limit = 100
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	p := Page{Jobs: []JobView{}, Seq: t.seq}
+	ids := t.order
+	start, step, end := 0, 1, len(ids)
+	if q.Descending {
+		start, step, end = len(ids)-1, -1, -1
+	}
+	if q.After != "" {
+		i, found := slices.BinarySearch(ids, q.After)
+		switch {
+		case !q.Descending && found:
+			start = i + 1
+		case !q.Descending:
+			start = i
+		default:
+			start = i - 1
+		}
+	}
+	for i := start; i != end && i >= 0 && i < len(ids); i += step {
+		r := t.rows[ids[i]]
+		if !q.matches(r) {
+			continue
+		}
+		if len(p.Jobs) == q.Limit {
+			p.Next = p.Jobs[len(p.Jobs)-1].ID
+			break
+		}
+		p.Jobs = append(p.Jobs, ViewOf(r))
+	}
+	return p
+}
+
+func (q Query) matches(r Row) bool {
+	switch {
+	case len(q.States) > 0 && !slices.Contains(q.States, r.Status):
+		return false
+	case q.Cluster != "" && r.Cluster != q.Cluster:
+		return false
+	case q.Submitter != "" && (r.Job == nil || r.Job.Submitter != q.Submitter):
+		return false
+	case !q.Since.IsZero() && r.SubmittedAt.Before(q.Since):
+		return false
+	case !q.Until.IsZero() && !r.SubmittedAt.Before(q.Until):
+		return false
+	}
+	return true
+}
+
+// encodeRow is a row's KV value.
+func encodeRow(r Row) []byte {
+	b, _ := json.Marshal(r)
+	return b
+}
+
+// jobOfKey returns the job ID of a projection key, "" for other keys.
+func jobOfKey(key string) string {
+	id, ok := strings.CutPrefix(key, jobKeyPrefix)
+	if !ok {
+		return ""
+	}
+	return id
+}

@@ -1,0 +1,184 @@
+package watcher
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/gridwire/gridwire/events"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// projector keeps the job table projection in KV up to date with the log. It folds every
+// event into its table and writes the rows that changed, then the stamp, every flush
+// interval. Several watchers may run one each: they write the same rows.
+type projector struct {
+	js     jetstream.JetStream
+	kv     jetstream.KeyValue
+	table  *Table
+	log    *slog.Logger
+	every  time.Duration
+	dirty  map[string]bool
+	folded uint64 // stream sequence of the last event folded
+}
+
+// runProjector maintains the projection in bucket until ctx ends.
+func runProjector(ctx context.Context, js jetstream.JetStream, bucket string, every time.Duration, log *slog.Logger) error {
+	kv, err := projectionBucket(ctx, js, bucket)
+	if err != nil {
+		return err
+	}
+	p := &projector{js: js, kv: kv, log: log.With("projection", bucket), every: every, dirty: map[string]bool{}}
+	if p.table, p.folded, err = loadProjection(ctx, kv); err != nil {
+		return err
+	}
+	return p.run(ctx)
+}
+
+// loadProjection reads a projection bucket into a table and returns the stamp it holds.
+func loadProjection(ctx context.Context, kv jetstream.KeyValue) (*Table, uint64, error) {
+	t := NewTable()
+	var stamp uint64
+	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading projection %s: %w", kv.Bucket(), err)
+	}
+	defer w.Stop()
+	for entry := range w.Updates() {
+		if entry == nil {
+			break
+		}
+		seq, err := t.setEntry(entry)
+		if err != nil {
+			return nil, 0, fmt.Errorf("reading projection %s: %w", kv.Bucket(), err)
+		}
+		stamp = max(stamp, seq)
+	}
+	return t, stamp, nil
+}
+
+// setEntry puts one KV entry of a projection into the table: a row, or the stamp
+// (whose sequence it returns).
+func (t *Table) setEntry(entry jetstream.KeyValueEntry) (uint64, error) {
+	if entry.Key() == MetaKey {
+		var m Meta
+		if err := json.Unmarshal(entry.Value(), &m); err != nil {
+			return 0, fmt.Errorf("key %s: %w", MetaKey, err)
+		}
+		t.SetSeq(m.Seq)
+		return m.Seq, nil
+	}
+	if jobOfKey(entry.Key()) == "" {
+		return 0, nil
+	}
+	var r Row
+	if err := json.Unmarshal(entry.Value(), &r); err != nil {
+		return 0, fmt.Errorf("key %s: %w", entry.Key(), err)
+	}
+	t.Set(r)
+	return 0, nil
+}
+
+func (p *projector) run(ctx context.Context) error {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{events.SubjectAll}}
+	if p.folded > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, p.folded+1
+	}
+	cons, err := p.js.OrderedConsumer(ctx, events.Stream, cfg)
+	if err != nil {
+		return fmt.Errorf("projection consumer: %w", err)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(1024))
+	if err != nil {
+		return fmt.Errorf("projection consumer: %w", err)
+	}
+	msgs := make(chan jetstream.Msg, 1024)
+	go func() {
+		defer close(msgs)
+		for {
+			m, err := it.Next()
+			if err != nil {
+				return
+			}
+			msgs <- m
+		}
+	}()
+	defer func() {
+		it.Stop()
+		for range msgs {
+		}
+	}()
+	return p.loop(ctx, msgs)
+}
+
+func (p *projector) loop(ctx context.Context, msgs <-chan jetstream.Msg) error {
+	tick := time.NewTicker(p.every)
+	defer tick.Stop()
+	written := p.folded
+	for {
+		select {
+		case <-ctx.Done():
+			// A last flush with a context of its own: what was folded is not lost.
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			return p.flush(fctx, written)
+		case m, ok := <-msgs:
+			if !ok {
+				return errors.New("projection consumer stopped")
+			}
+			p.fold(m)
+			if len(p.dirty) >= 4096 {
+				if err := p.flush(ctx, written); err != nil {
+					return err
+				}
+				written = p.folded
+			}
+		case <-tick.C:
+			if p.folded == written {
+				continue
+			}
+			if err := p.flush(ctx, written); err != nil {
+				return err
+			}
+			written = p.folded
+		}
+	}
+}
+
+func (p *projector) fold(m jetstream.Msg) {
+	e, err := eventOf(m)
+	if err == nil {
+		var changed bool
+		if changed, err = p.table.Apply(e); changed {
+			p.dirty[e.JobID] = true
+		}
+	}
+	if err != nil {
+		p.log.Warn("event left out of the projection", "seq", e.Seq, "job", e.JobID, "event", e.Name, "err", err)
+	}
+	p.folded = max(p.folded, e.Seq)
+	p.table.SetSeq(p.folded)
+}
+
+// flush writes the rows that changed since the last flush, then the stamp.
+func (p *projector) flush(ctx context.Context, written uint64) error {
+	if p.folded == written && len(p.dirty) == 0 {
+		return nil
+	}
+	rows := make([]Row, 0, len(p.dirty))
+	for id := range p.dirty {
+		if r, ok := p.table.Row(id); ok {
+			rows = append(rows, r)
+		}
+	}
+	meta := p.table.Meta()
+	meta.Seq = p.folded
+	if err := writeProjection(ctx, p.js, p.kv, rows, meta); err != nil {
+		return err
+	}
+	clear(p.dirty)
+	return nil
+}

@@ -1,0 +1,317 @@
+package watcher
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gridwire/gridwire/events"
+	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
+)
+
+// RebuildOptions tune Rebuild.
+type RebuildOptions struct {
+	// Bucket receives the rebuilt projection; it is emptied first. Empty: build in
+	// memory only.
+	Bucket string
+	// Shards fold jobs in parallel, each job always in the same shard (default GOMAXPROCS).
+	Shards int
+	// Progress is called now and then with the events folded and the events to fold.
+	Progress func(done, total uint64)
+	// Refused is called for each event the state machine does not accept (a history the
+	// audit will flag); the event is left out, as the live projection leaves it out.
+	Refused func(e events.Event, err error)
+}
+
+// RebuildResult says what a rebuild read.
+type RebuildResult struct {
+	Events   uint64        // events folded
+	Refused  uint64        // events the fold refused
+	Jobs     int           // jobs in the table
+	Seq      uint64        // the last stream sequence folded
+	Duration time.Duration // reading, folding and writing
+}
+
+// Rate is events folded per second.
+func (r RebuildResult) Rate() float64 {
+	if r.Duration <= 0 {
+		return 0
+	}
+	return float64(r.Events) / r.Duration.Seconds()
+}
+
+// Rebuild folds the whole JOBS stream, from its first event to the last one stored when
+// it starts, into a fresh job table, and writes it to opts.Bucket. It never touches the
+// live projection unless opts.Bucket names it.
+func Rebuild(ctx context.Context, js jetstream.JetStream, opts RebuildOptions) (*Table, RebuildResult, error) {
+	start := time.Now()
+	if opts.Shards <= 0 {
+		opts.Shards = runtime.GOMAXPROCS(0)
+	}
+	stream, err := js.Stream(ctx, events.Stream)
+	if err != nil {
+		return nil, RebuildResult{}, fmt.Errorf("replay: %w", err)
+	}
+	info := stream.CachedInfo()
+	res := RebuildResult{Seq: info.State.LastSeq}
+	table, err := foldStream(ctx, stream, info.State.FirstSeq, info.State.LastSeq, opts, &res)
+	if err != nil {
+		return nil, res, err
+	}
+	res.Jobs = len(table.rows)
+	if opts.Bucket != "" {
+		kv, err := freshBucket(ctx, js, opts.Bucket)
+		if err != nil {
+			return nil, res, err
+		}
+		if err := writeProjection(ctx, js, kv, table.Rows(), table.Meta()); err != nil {
+			return nil, res, err
+		}
+	}
+	res.Duration = time.Since(start)
+	return table, res, nil
+}
+
+// foldStream folds events first..last into shard tables and merges them.
+func foldStream(ctx context.Context, stream jetstream.Stream, first, last uint64, opts RebuildOptions, res *RebuildResult) (*Table, error) {
+	table := NewTable()
+	if last == 0 || last < first {
+		return table, nil
+	}
+	shards := make([]*foldShard, opts.Shards)
+	g, gctx := errgroup.WithContext(ctx)
+	for i := range shards {
+		shards[i] = &foldShard{table: NewTable(), in: make(chan []jetstream.Msg, 4), refused: opts.Refused}
+		g.Go(func() error { return shards[i].run(gctx) })
+	}
+	g.Go(func() error {
+		defer func() {
+			for _, s := range shards {
+				close(s.in)
+			}
+		}()
+		return readStream(gctx, stream, first, last, shards, opts.Progress)
+	})
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	for _, s := range shards {
+		res.Events += s.events
+		res.Refused += s.refusedN
+		for _, r := range s.table.rows {
+			table.rows[r.JobID] = r
+			table.count(r, 1)
+		}
+	}
+	table.order = make([]string, 0, len(table.rows))
+	for id := range table.rows {
+		table.order = append(table.order, id)
+	}
+	slices.Sort(table.order)
+	table.seq = last
+	return table, nil
+}
+
+// readStream delivers the stream's messages first..last to the shards in batches, each
+// job's events to the same shard in stream order.
+func readStream(ctx context.Context, stream jetstream.Stream, first, last uint64, shards []*foldShard, progress func(done, total uint64)) error {
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{events.SubjectAll},
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy, OptStartSeq: first,
+	})
+	if err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(4096))
+	if err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
+	defer it.Stop()
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	const batch = 512
+	pending := make([][]jetstream.Msg, len(shards))
+	send := func(i int) error {
+		select {
+		case shards[i].in <- pending[i]:
+			pending[i] = make([]jetstream.Msg, 0, batch)
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	total := last - first + 1
+	for done := uint64(0); ; {
+		m, err := it.Next()
+		if err != nil {
+			return fmt.Errorf("replay: reading the stream: %w", err)
+		}
+		i := shardOf(m.Subject(), len(shards))
+		pending[i] = append(pending[i], m)
+		if len(pending[i]) == batch {
+			if err := send(i); err != nil {
+				return err
+			}
+		}
+		seq := seqOf(m)
+		done++
+		if progress != nil && (done%4096 == 0 || seq >= last) {
+			progress(min(done, total), total)
+		}
+		if seq >= last {
+			break
+		}
+	}
+	for i := range pending {
+		if len(pending[i]) > 0 {
+			if err := send(i); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func seqOf(m jetstream.Msg) uint64 {
+	meta, err := m.Metadata()
+	if err != nil {
+		return 0
+	}
+	return meta.Sequence.Stream
+}
+
+// shardOf picks a job's shard from its subject, jobs.<id>.<event>.<route>.
+func shardOf(subject string, n int) int {
+	id := subject
+	if rest, ok := strings.CutPrefix(subject, "jobs."); ok {
+		if i := strings.IndexByte(rest, '.'); i >= 0 {
+			id = rest[:i]
+		}
+	}
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return int(h.Sum32() % uint32(n))
+}
+
+// foldShard folds its jobs' events into its own table.
+type foldShard struct {
+	table    *Table
+	in       chan []jetstream.Msg
+	refused  func(events.Event, error)
+	events   uint64
+	refusedN uint64
+}
+
+func (s *foldShard) run(ctx context.Context) error {
+	for msgs := range s.in {
+		for _, m := range msgs {
+			e, err := eventOf(m)
+			if err != nil {
+				s.refusedN++
+				if s.refused != nil {
+					s.refused(e, err)
+				}
+				continue
+			}
+			s.events++
+			if _, err := s.table.Apply(e); err != nil {
+				s.refusedN++
+				if s.refused != nil {
+					s.refused(e, err)
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// eventOf decodes a stream message with its sequence, subject and route.
+func eventOf(m jetstream.Msg) (events.Event, error) {
+	meta, err := m.Metadata()
+	if err != nil {
+		return events.Event{}, err
+	}
+	e, err := decodeStored(m.Data())
+	if err != nil {
+		return events.Event{Seq: meta.Sequence.Stream, Subject: m.Subject()}, err
+	}
+	e.Seq, e.Subject = meta.Sequence.Stream, m.Subject()
+	if _, _, route, err := events.ParseSubject(e.Subject); err == nil && route != events.NoRoute {
+		e.Route = route
+	}
+	return e, nil
+}
+
+// projectionBucket opens (creating when needed) a projection bucket.
+func projectionBucket(ctx context.Context, js jetstream.JetStream, name string) (jetstream.KeyValue, error) {
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: name, Description: "gridwire job table projection, stamped with stream sequences",
+		Storage: jetstream.FileStorage,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("projection bucket %s: %w", name, err)
+	}
+	return kv, nil
+}
+
+// freshBucket empties a projection bucket by recreating it.
+func freshBucket(ctx context.Context, js jetstream.JetStream, name string) (jetstream.KeyValue, error) {
+	if err := js.DeleteKeyValue(ctx, name); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, fmt.Errorf("emptying projection bucket %s: %w", name, err)
+	}
+	return projectionBucket(ctx, js, name)
+}
+
+// writeProjection writes rows, then the stamp, to a projection bucket: the stamp lands
+// only after every row it covers, so a reader never sees a stamp ahead of its rows.
+func writeProjection(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, rows []Row, meta Meta) error {
+	const window = 2048
+	for len(rows) > 0 {
+		n := min(window, len(rows))
+		if err := writeRows(ctx, js, kv.Bucket(), rows[:n]); err != nil {
+			return err
+		}
+		rows = rows[n:]
+	}
+	b, _ := json.Marshal(meta)
+	if _, err := kv.Put(ctx, MetaKey, b); err != nil {
+		return fmt.Errorf("writing projection stamp: %w", err)
+	}
+	return nil
+}
+
+// writeRows publishes rows asynchronously and waits for every acknowledgement.
+func writeRows(ctx context.Context, js jetstream.JetStream, bucket string, rows []Row) error {
+	futures := make([]jetstream.PubAckFuture, 0, len(rows))
+	for _, r := range rows {
+		f, err := js.PublishAsync(kvSubject(bucket, JobKey(r.JobID)), encodeRow(r))
+		if err != nil {
+			return fmt.Errorf("writing projection row %s: %w", r.JobID, err)
+		}
+		futures = append(futures, f)
+	}
+	for i, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return fmt.Errorf("writing projection row %s: %w", rows[i].JobID, err)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// kvSubject is where a KV bucket stores a key (the KV wire format of JetStream), so
+// rows can be written with asynchronous publishes instead of one round trip each.
+func kvSubject(bucket, key string) string { return "$KV." + bucket + "." + key }
