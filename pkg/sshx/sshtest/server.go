@@ -7,7 +7,7 @@
 // the exit status pass through as with OpenSSH), serves the "sftp" subsystem over the
 // local file system, and politely refuses env, pty and shell requests. It does not
 // emulate users, chroots or OpenSSH's configuration: a test that needs those runs the real
-// sshd (see the e2e tests of sshx).
+// sshd with StartOpenSSH.
 package sshtest
 
 import (
@@ -39,7 +39,6 @@ type Server struct {
 	// HostKeyFingerprint is the SHA256 fingerprint of the initial host key.
 	HostKeyFingerprint string
 
-	t          testing.TB
 	ln         net.Listener
 	hostKeys   atomic.Pointer[[]ssh.Signer]
 	accepted   atomic.Int64
@@ -99,7 +98,6 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 	s := &Server{
 		Home:         filepath.Join(dir, "home"),
 		ClientSigner: SignerFrom(t, clientKey),
-		t:            t,
 		authorized:   map[string]bool{},
 		conns:        map[*gateConn]struct{}{},
 	}
