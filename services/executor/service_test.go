@@ -76,7 +76,9 @@ func TestFailedHoldIsRecorded(t *testing.T) {
 	inc.Scripts[events.ScriptHold] = events.Script{Body: "echo 'no such process' >&2; exit 1"}
 	id := e.queue(inc)
 	e.waitFor(id, "RUNNING", func(s events.State) bool { return s.Status == events.StatusRunning })
-	t.Cleanup(func() { ControlAPI{Store: e.store}.Request(context.Background(), id, events.CancelRequested, events.Note{}) })
+	t.Cleanup(func() {
+		ControlAPI{Store: e.store}.Request(context.Background(), id, events.CancelRequested, events.Note{})
+	})
 	if _, err := (ControlAPI{Store: e.store}).Request(context.Background(), id, events.HoldRequested, events.Note{}); err != nil {
 		t.Fatal(err)
 	}
