@@ -21,7 +21,7 @@ var specialNames = map[string]bool{
 	"USER_NAME": true, "WORKING_DIRECTORY": true, "WORK_ROOT": true, "SSH:HOST": true, "SSH:PORT": true,
 	"JOB_ID": true, "NATIVE_ID": true, "NATIVE_IDS": true, "JOB_SCRIPT": true, "FILE": true, "LRMS": true,
 	"QUEUE": true, "JOB_NAME": true, "COUNT": true, "WALLTIME": true, "WALLTIME_MINUTES": true,
-	"EXECUTABLE": true, "ARGUMENTS": true, "TARGET": true, "FILE_NAME": true,
+	"EXECUTABLE": true, "ARGUMENTS": true, "TARGET": true, "FILE_NAME": true, "START_TIME": true, "START_TIME_PBS": true,
 }
 
 const infoPrefix = "TargetSystemInfo:"
@@ -124,6 +124,16 @@ func (c *renderCtx) jobValue(name string) profile.Value {
 		return profile.Value{Text: strconv.FormatInt(int64(j.Duration.Seconds()), 10)}
 	case "WALLTIME_MINUTES":
 		return profile.Value{Text: strconv.FormatInt(int64((j.Duration.Seconds()+59)/60), 10)}
+	case "START_TIME": // UTC, as sbatch --begin reads it with TZ=UTC; "" when not set
+		if j.StartTime == nil {
+			return profile.Value{}
+		}
+		return profile.Value{Text: j.StartTime.UTC().Format("2006-01-02T15:04:05")}
+	case "START_TIME_PBS": // UTC, qsub -a's [[CC]YY]MMDDhhmm[.SS]
+		if j.StartTime == nil {
+			return profile.Value{}
+		}
+		return profile.Value{Text: j.StartTime.UTC().Format("200601021504.05")}
 	case "EXECUTABLE":
 		return profile.Value{Text: c.exe}
 	case "ARGUMENTS":

@@ -161,14 +161,15 @@ func TestSlurmProfile(t *testing.T) {
 	root := t.TempDir()
 	rec := filepath.Join(t.TempDir(), "rec")
 	bin := fakeBin(t, map[string]string{
-		"sbatch":   `printf '%s\n' "$@" > ` + rec + `; echo "4242;hpc"`,
+		"sbatch":   `printf '%s\n' "$@" > ` + rec + `; [ "$TZ" = UTC ] || exit 9; echo "4242;hpc"`,
 		"squeue":   `printf '4242 PENDING None\n4243 PENDING JobHeldUser\n4245 RUNNING None\n9 RUNNING None\n'`,
 		"sacct":    `printf "%s\n" "$*" > ` + rec + `.sacct; printf '4244|CANCELLED by 0\n'`,
 		"scontrol": `echo "scontrol $*" > ` + rec,
 		"scancel":  `echo "scancel $*" > ` + rec,
 	})
 	p := mustPlanner(t, testSet(t, nil), slurmCluster(root))
-	job := events.Job{ID: "01SLURM", Name: "my job", Executable: "app", Count: 4, Duration: 90 * time.Second,
+	begin := time.Date(2030, 1, 2, 15, 4, 5, 0, time.FixedZone("CET", 3600))
+	job := events.Job{ID: "01SLURM", Name: "my job", Executable: "app", Count: 4, Duration: 90 * time.Second, StartTime: &begin,
 		Requirements: events.Requirements{Queue: "debug", LRMS: "slurm"}}
 	inc, err := p.Plan(job)
 	if err != nil {
@@ -183,7 +184,7 @@ func TestSlurmProfile(t *testing.T) {
 		t.Errorf("native ID %q, queue %q", id, inc.Queue)
 	}
 	want := []string{"--parsable", "--job-name=my job", "--chdir=" + inc.WorkDir, "--output=/dev/null", "--error=/dev/null",
-		"--ntasks=4", "--partition=debug", "--time=2", inc.WorkDir + "/.gridwire/job.sh"}
+		"--ntasks=4", "--partition=debug", "--time=2", "--begin=2030-01-02T14:04:05", inc.WorkDir + "/.gridwire/job.sh"}
 	if got := readLines(t, rec); !slices.Equal(got, want) {
 		t.Errorf("sbatch argv\n got %q\nwant %q", got, want)
 	}
@@ -249,7 +250,8 @@ func TestPBSProfile(t *testing.T) {
 	})
 	cl := cluster.Cluster{Name: "pbs", Kind: cluster.KindSSH, Hosts: []string{"head"}, Profile: "pbs", LRMS: "PBS", Queues: []string{"workq"}, WorkRoot: root}
 	p := mustPlanner(t, testSet(t, nil), cl)
-	inc, err := p.Plan(events.Job{ID: "01PBS", Name: "a job!", Executable: "app", Count: 2, Duration: 3725 * time.Second})
+	begin := time.Date(2030, 1, 2, 15, 4, 5, 0, time.UTC)
+	inc, err := p.Plan(events.Job{ID: "01PBS", Name: "a job!", Executable: "app", Count: 2, Duration: 3725 * time.Second, StartTime: &begin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +263,7 @@ func TestPBSProfile(t *testing.T) {
 	if id := nativeID(t, inc.NativeIDPattern, out); id != "77.pbs-server" {
 		t.Errorf("native ID %q", id)
 	}
-	want := []string{"-N", "gwa_job_", "-o", "/dev/null", "-e", "/dev/null", "-l", "select=1:ncpus=2", "-q", "workq", "-l", "walltime=1:2:5", root + "/.gridwire/job.sh"}
+	want := []string{"-N", "gwa_job_", "-o", "/dev/null", "-e", "/dev/null", "-l", "select=1:ncpus=2", "-q", "workq", "-l", "walltime=1:2:5", "-a", "203001021504.05", root + "/.gridwire/job.sh"}
 	if got := readLines(t, rec); !slices.Equal(got, want) {
 		t.Errorf("qsub argv\n got %q\nwant %q", got, want)
 	}

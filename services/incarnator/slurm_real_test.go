@@ -83,15 +83,14 @@ func TestSlurmProfileOnRealSlurm(t *testing.T) {
 	await(inc, id, NativeEnded)
 
 	// A job that may not begin for an hour stays pending: HOLD, RESUME and ABORT in turn.
-	inc, err = p.Plan(events.Job{ID: "01REALHOLD", Executable: "true"})
+	begin := time.Now().Add(time.Hour)
+	inc, err = p.Plan(events.Job{ID: "01REALHOLD", Executable: "true", StartTime: &begin})
 	if err != nil {
 		t.Fatal(err)
 	}
 	writeJob(t, inc)
 	vars = map[string]string{events.VarWorkDir: inc.WorkDir, events.VarJobID: "01REALHOLD"}
-	later := inc
-	later.Scripts = map[string]events.Script{events.ScriptStart: {Body: strings.Replace(inc.Scripts[events.ScriptStart].Body, "exec sbatch", "exec sbatch --begin=now+3600", 1)}}
-	id = nativeID(t, inc.NativeIDPattern, run(later, events.ScriptStart, vars))
+	id = nativeID(t, inc.NativeIDPattern, run(inc, events.ScriptStart, vars))
 	vars[events.VarNativeID] = id
 	await(inc, id, NativeQueued)
 	run(inc, events.ScriptHold, vars)
