@@ -232,3 +232,23 @@ func TestPlanConcurrently(t *testing.T) {
 		}
 	}
 }
+
+func TestStagedExecutableRunsFromTheWorkingDirectory(t *testing.T) {
+	p := mustPlanner(t, testSet(t, nil), forkCluster("/w"))
+	cases := map[string]events.Job{
+		"exec ./hello.sh 1": {Executable: "hello.sh", Arguments: []string{"1"}, StageIn: []events.FileCopy{{From: "gsiftp://h/hello.sh", To: "hello.sh"}}},
+		"exec ./t-01X.sh":   {Executable: "t-{taskid}.sh", StageIn: []events.FileCopy{{From: "http://h/t.sh", To: "./t-{taskid}.sh"}}},
+		"exec echo":         {Executable: "echo", StageIn: []events.FileCopy{{From: "http://h/x", To: "other"}}},
+		"exec bin/app":      {Executable: "bin/app", StageIn: []events.FileCopy{{From: "http://h/bin/", To: "bin", Directory: true}}},
+	}
+	for want, job := range cases {
+		job.ID = "01X"
+		inc, err := p.Plan(job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(inc.Scripts[events.ScriptJob].Body, "(\n"+want+"\n)") {
+			t.Errorf("JOB does not run %q:\n%s", want, inc.Scripts[events.ScriptJob].Body)
+		}
+	}
+}

@@ -256,7 +256,7 @@ func (c *renderCtx) control(tmpl, variation string) ([]byte, error) {
 func (t *target) render(job *events.Job, setHash string) (events.IncarnatedData, error) {
 	queue := t.chooseQueue(job.Requirements.Queue)
 	vars := map[string]string{"taskid": job.ID, "queue": queue, "lrms": t.cl.LRMS}
-	c := &renderCtx{t: t, job: job, queue: queue, exe: substitute.Substitute(job.Executable, vars)}
+	c := &renderCtx{t: t, job: job, queue: queue, exe: localExecutable(job, substitute.Substitute(job.Executable, vars), vars)}
 	c.args = make([]string, len(job.Arguments))
 	for i, a := range job.Arguments {
 		c.args[i] = substitute.Substitute(a, vars)
@@ -377,6 +377,23 @@ func (c *renderCtx) program(b []byte) ([]byte, error) {
 		return nil, fmt.Errorf("rendering application %s: %w", app.Name, err)
 	}
 	return b, nil
+}
+
+// localExecutable makes a bare executable name the job stages into its working
+// directory a path there ("hello.sh" → "./hello.sh"): the v3 description runs such
+// programs from the job's files, while exec would search PATH for a bare name. Other bare
+// names ("echo", "python3") stay commands found on PATH.
+func localExecutable(job *events.Job, exe string, vars map[string]string) string {
+	if exe == "" || strings.Contains(exe, "/") {
+		return exe
+	}
+	for _, f := range job.StageIn {
+		to := strings.TrimPrefix(substitute.Substitute(f.To, vars), "./")
+		if to == exe && !f.Directory {
+			return "./" + exe
+		}
+	}
+	return exe
 }
 
 // substituted lists the job values {taskid}, {queue} and {lrms} changed, by field, for
