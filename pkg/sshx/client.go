@@ -34,20 +34,21 @@ type Client struct {
 	sftp     *sftp.Client
 }
 
-func (p *Pool) newClient(addr string, conn *ssh.Client, fingerprint string) *Client {
+func (p *Pool) newClient(addr string, conn *ssh.Client, fingerprint string) (*Client, error) {
 	c := &Client{
 		pool: p, host: addr, conn: conn, fingerprint: fingerprint,
 		sessions: make(chan struct{}, p.cfg.MaxSessionsPerConn),
 		done:     make(chan struct{}),
 		sftpLock: make(chan struct{}, 1),
 	}
-	p.wg.Add(1)
-	go c.watch()
-	if p.cfg.KeepAlive > 0 {
-		p.wg.Add(1)
-		go c.keepAlive(p.cfg.KeepAlive)
+	if !p.goOwned(c.watch) {
+		conn.Close()
+		return nil, ErrPoolClosed
 	}
-	return c
+	if p.cfg.KeepAlive > 0 {
+		p.goOwned(func() { c.keepAlive(p.cfg.KeepAlive) })
+	}
+	return c, nil
 }
 
 // Host is the host:port this client is connected to.
@@ -104,7 +105,6 @@ func (c *Client) close(reason error) {
 
 // watch marks the client dead once its connection ends, for whatever reason.
 func (c *Client) watch() {
-	defer c.pool.wg.Done()
 	err := c.conn.Wait()
 	if err == nil {
 		err = errors.New("closed by peer")
@@ -131,7 +131,6 @@ const keepAliveMaxMissed = 3
 // closes the connection once a request has gone unanswered (any answer counts, even a
 // refusal) for keepAliveMaxMissed intervals.
 func (c *Client) keepAlive(interval time.Duration) {
-	defer c.pool.wg.Done()
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	var answered chan error // non-nil while a request is out

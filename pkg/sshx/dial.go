@@ -39,7 +39,7 @@ func (p *Pool) dial(ctx context.Context, addr string) (*Client, error) {
 		p.logger.Warn("sshx: host key NOT verified (InsecureIgnoreHostKey)", "host", addr,
 			"fingerprint", ssh.FingerprintSHA256(check.verified))
 	}
-	return p.newClient(addr, ssh.NewClient(sc, chans, reqs), ssh.FingerprintSHA256(check.verified)), nil
+	return p.newClient(addr, ssh.NewClient(sc, chans, reqs), ssh.FingerprintSHA256(check.verified))
 }
 
 // connect opens the TCP connection and reads known_hosts for it.

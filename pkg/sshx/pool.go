@@ -144,24 +144,45 @@ func (h *host) next(p *Pool, ctx context.Context) (*Client, *dialCall, time.Dura
 		return nil, nil, wait, nil
 	}
 	call := &dialCall{done: make(chan struct{})}
+	if !p.goOwned(func() { p.runDial(h, call) }) {
+		return nil, nil, 0, ErrPoolClosed
+	}
 	h.dialing = call
-	p.wg.Add(1)
-	go p.runDial(h, call)
 	return nil, call, 0, nil
 }
 
-func (p *Pool) runDial(h *host, call *dialCall) {
-	defer p.wg.Done()
-	defer close(call.done)
-	c, err := p.dial(p.ctx, h.addr)
+// goOwned runs f in a goroutine Close waits for, unless the pool is closed. Lock order:
+// a host's mu before the pool's.
+func (p *Pool) goOwned(f func()) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if err == nil && p.closed {
+	if p.closed {
+		return false
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		f()
+	}()
+	return true
+}
+
+func (p *Pool) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
+}
+
+func (p *Pool) runDial(h *host, call *dialCall) {
+	defer close(call.done)
+	c, err := p.dial(p.ctx, h.addr)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	// Under h.mu, so that Close either sees h.client set here or this sees it closed.
+	if err == nil && p.isClosed() {
 		c.close(ErrPoolClosed)
 		c, err = nil, ErrPoolClosed
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	h.dialing = nil
 	call.client, call.err = c, err
 	if err != nil {

@@ -48,7 +48,11 @@ func (c *Client) SFTP(ctx context.Context) (*sftp.Client, error) {
 			release()
 			return nil, fmt.Errorf("sshx: starting SFTP on %s: %w", c.host, r.err)
 		}
-		c.adoptSFTP(r.sc, release)
+		if !c.adoptSFTP(r.sc, release) {
+			r.sc.Close()
+			release()
+			return nil, fmt.Errorf("sshx: starting SFTP on %s: %w", c.host, ErrPoolClosed)
+		}
 		return r.sc, nil
 	case <-ctx.Done():
 		go func() {
@@ -61,14 +65,12 @@ func (c *Client) SFTP(ctx context.Context) (*sftp.Client, error) {
 	}
 }
 
-// adoptSFTP caches sc until it ends, then frees its session slot.
-func (c *Client) adoptSFTP(sc *sftp.Client, release func()) {
+// adoptSFTP caches sc until it ends, then frees its session slot. It reports false,
+// adopting nothing, once the pool is closed.
+func (c *Client) adoptSFTP(sc *sftp.Client, release func()) bool {
 	c.sftpMu.Lock()
-	c.sftp = sc
-	c.sftpMu.Unlock()
-	c.pool.wg.Add(1)
-	go func() {
-		defer c.pool.wg.Done()
+	defer c.sftpMu.Unlock()
+	watching := c.pool.goOwned(func() {
 		sc.Wait()
 		c.sftpMu.Lock()
 		if c.sftp == sc {
@@ -76,7 +78,11 @@ func (c *Client) adoptSFTP(sc *sftp.Client, release func()) {
 		}
 		c.sftpMu.Unlock()
 		release()
-	}()
+	})
+	if watching {
+		c.sftp = sc
+	}
+	return watching
 }
 
 // Upload streams r into remotePath (created or truncated, then given mode's permission
