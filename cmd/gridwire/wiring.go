@@ -182,16 +182,16 @@ func (s *system) start(ctx context.Context, g *errgroup.Group, names []string, o
 				return err
 			}
 			g.Go(func() error {
-				return incarnator.Run(ctx, incarnator.Config{Workers: 8},
+				return incarnator.Run(ctx, incarnator.Config{Workers: 32},
 					incarnator.Deps{JS: c.js, Store: c.store, Planner: planner, Logger: log, Now: now})
 			})
 		case "stager":
 			g.Go(func() error {
-				return stager.Run(ctx, stager.Config{Workers: 8}, stager.Deps{JS: c.js, Store: c.store, Logger: log, Now: now})
+				return stager.Run(ctx, stager.Config{Workers: 32}, stager.Deps{JS: c.js, Store: c.store, Logger: log, Now: now})
 			})
 		case "executor":
 			for _, cl := range clusters {
-				cfg := executor.Config{Cluster: cl, ID: s.host}
+				cfg := executor.Config{Cluster: cl, ID: s.host, Workers: 32}
 				g.Go(func() error {
 					return executor.Run(ctx, cfg, executor.Deps{JS: c.js, Conn: c.nc, Store: c.store, Logger: log, Now: now})
 				})

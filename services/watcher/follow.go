@@ -90,7 +90,7 @@ func (f *follower) run(ctx context.Context) error {
 	go func() {
 		errc <- events.Consume(ctx, f.deps.JS, events.ConsumerSpec{
 			Durable: "watcher-" + f.cluster, Filters: []string{events.TypeFilter(events.Started, f.cluster)},
-			Workers: 4, Logger: f.log,
+			Workers: 32, Logger: f.log,
 		}, f.follow)
 	}()
 	f.pollLoop(ctx)

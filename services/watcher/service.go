@@ -125,7 +125,7 @@ func runEnder(ctx context.Context, deps Deps) error {
 	}
 	return events.Consume(ctx, deps.JS, events.ConsumerSpec{
 		Durable: "watcher-end", Filters: []string{events.TypeFilter(events.StagedOut, "")},
-		Workers: 8, Logger: deps.Logger,
+		Workers: 32, Logger: deps.Logger,
 	}, func(ctx context.Context, d events.Delivery) error {
 		_, err := deps.Store.DecideOn(ctx, d.Event, decide)
 		if errors.Is(err, events.ErrIllegalTransition) {
