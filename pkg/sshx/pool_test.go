@@ -3,6 +3,7 @@ package sshx_test
 import (
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -131,5 +132,44 @@ func TestClientDeadlineBeforeBackoff(t *testing.T) {
 	_, err := pool.Client(testCtx(t), srv.Addr)
 	if err == nil || !strings.Contains(err.Error(), "next attempt") || !strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("Client within the backoff: %v", err)
+	}
+}
+
+func TestCloseWhileInUse(t *testing.T) {
+	srv := sshtest.NewServer(t)
+	pool := newPool(t, srv)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 8 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				c, err := pool.Client(testCtx(t), srv.Addr)
+				if err != nil {
+					continue
+				}
+				c.Run(testCtx(t), "true", nil)
+				c.SFTP(testCtx(t))
+			}
+		})
+	}
+	for srv.Execs() < 20 {
+		select {
+		case <-testCtx(t).Done():
+			t.Fatalf("only %d commands ran", srv.Execs())
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if err := pool.Close(); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	wg.Wait()
+	if _, err := pool.Client(testCtx(t), srv.Addr); !errors.Is(err, sshx.ErrPoolClosed) {
+		t.Errorf("Client after Close: %v", err)
 	}
 }
