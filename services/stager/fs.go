@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/gridwire/gridwire/events"
 )
@@ -49,13 +50,16 @@ func (osFS) ReadLink(name string) (string, error)   { return os.Readlink(name) }
 // symlink appears between the check and the use.
 type localDir struct {
 	dir  string
-	real string // dir with symlinks resolved, for confinement checks
+	mu   sync.Mutex // guards the lazy opening of real and root
+	real string     // dir with symlinks resolved, for confinement checks
 	root *os.Root
 }
 
 func openLocalDir(dir string) *localDir { return &localDir{dir: filepath.Clean(dir)} }
 
 func (l *localDir) create(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.root != nil {
 		return nil
 	}
@@ -150,6 +154,8 @@ func (l *localDir) makeExecutable(ctx context.Context, name string) error {
 }
 
 func (l *localDir) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.root == nil {
 		return nil
 	}

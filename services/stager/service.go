@@ -313,6 +313,9 @@ func (s *stager) stageOut(ctx context.Context, d events.Delivery) error {
 		return err
 	}
 	defer wd.Close()
+	if err := wd.create(ctx); err != nil {
+		return err
+	}
 	r := run{s: s, jobID: st.JobID, status: events.StatusStagingOut, wd: wd, touch: touch(d), rec: &recorder{st: st}}
 	failures, err := r.execute(ctx, st, items)
 	if errors.Is(err, errMovedOn) {

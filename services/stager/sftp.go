@@ -84,17 +84,16 @@ func (p *sshPools) Close() error {
 type sftpFS struct {
 	c    *sftp.Client
 	root string
-	real string // root with symlinks resolved
+	mu   sync.Mutex // guards the lazy resolution of real
+	real string     // root with symlinks resolved
 }
 
 func (s *sftpFS) abs(name string) (string, error) {
 	if s.root == "" {
 		return name, nil
 	}
-	if s.real == "" {
-		if err := s.create(context.Background()); err != nil {
-			return "", err
-		}
+	if err := s.create(context.Background()); err != nil {
+		return "", err
 	}
 	if err := confine(s.c, s.real, name); err != nil {
 		return "", err
@@ -103,6 +102,8 @@ func (s *sftpFS) abs(name string) (string, error) {
 }
 
 func (s *sftpFS) create(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.real != "" {
 		return nil
 	}
