@@ -123,9 +123,9 @@ func TestNoMatchSaysWhyPerCluster(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 	want := map[string]string{
-		"local": "fork: the LRMS is Fork, which a v3 job uses only when it names Fork in lrms or sets fork: true, queue: the job asks for queue debug, the cluster has no queues, os_name: the job asks for Linux, the cluster does not report its os_name, software: the job needs abinit > 10, which the cluster does not have",
+		"local": "(1) fork: the LRMS is Fork, which a v3 job uses only when it names Fork in lrms or sets fork: true (2) queue: the job asks for queue debug, the cluster has no queues (3) os_name: the job asks for Linux, the cluster does not report its os_name (4) software: the job needs abinit > 10, which the cluster does not have",
 		"hpc":   "software: the job needs abinit > 10, the cluster has abinit 9.10.3",
-		"old":   "queue: the job asks for queue debug, the cluster has workq, software: the job needs abinit > 10, the cluster has abinit 6.0",
+		"old":   "(1) queue: the job asks for queue debug, the cluster has workq (2) software: the job needs abinit > 10, the cluster has abinit 6.0",
 	}
 	for name, w := range want {
 		if nm.Excluded[name] != w {

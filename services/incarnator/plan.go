@@ -141,7 +141,7 @@ func (p *ProfilePlanner) Plan(job events.Job) (events.IncarnatedData, error) {
 	for _, t := range p.targets {
 		why := t.exclusions(&job)
 		if len(why) > 0 {
-			excluded[t.cl.Name] = strings.Join(why, ", ")
+			excluded[t.cl.Name] = reasons(why)
 			continue
 		}
 		inc, err := t.render(&job, p.set.Hash)
@@ -154,6 +154,22 @@ func (p *ProfilePlanner) Plan(job events.Job) (events.IncarnatedData, error) {
 		excluded["(none)"] = "the config has no clusters"
 	}
 	return events.IncarnatedData{}, &NoMatchError{Job: job.ID, Excluded: excluded}
+}
+
+// reasons lists why a cluster was excluded; several are numbered, since each may hold
+// commas of its own.
+func reasons(why []string) string {
+	if len(why) == 1 {
+		return why[0]
+	}
+	var b strings.Builder
+	for i, w := range why {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "(%d) %s", i+1, w)
+	}
+	return b.String()
 }
 
 // checkJob refuses jobs no cluster could render: names the shell cannot export, fields
