@@ -33,8 +33,12 @@ func TestBackoffGrowsWithJitterUpToMax(t *testing.T) {
 }
 
 func TestAlgorithmsForKnownKeys(t *testing.T) {
-	key := func(kind string) knownhosts.KnownKey {
-		return knownhosts.KnownKey{Key: sshtest.SignerFrom(t, sshtest.NewKey(t, kind)).PublicKey()}
+	keys := map[string]knownhosts.KnownKey{}
+	key := func(kind string) knownhosts.KnownKey { // RSA keys are slow to make: one of each
+		if _, ok := keys[kind]; !ok {
+			keys[kind] = knownhosts.KnownKey{Key: sshtest.SignerFrom(t, sshtest.NewKey(t, kind)).PublicKey()}
+		}
+		return keys[kind]
 	}
 	tests := []struct {
 		name string
