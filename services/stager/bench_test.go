@@ -124,7 +124,7 @@ func BenchmarkLargeFile(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	c := s.copier(nil)
+	c := s.copier()
 	b.Run("stager-sftp-upload", func(b *testing.B) {
 		b.SetBytes(size)
 		local := openLocalDir(dir)
@@ -181,7 +181,7 @@ func BenchmarkSmallFiles(b *testing.B) {
 		r, _ := resolveRemote("sftp://"+srv.Addr+src+"/", "")
 		wd := openLocalDir(b.TempDir())
 		defer wd.Close()
-		c := s.copier(nil)
+		c := s.copier()
 		for b.Loop() {
 			ep, name, err := s.remoteEndpoint(context.Background(), r)
 			if err != nil {

@@ -9,7 +9,6 @@ import (
 	"hash"
 	"io"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -27,12 +26,7 @@ type copied struct {
 type copier struct {
 	limit int64         // bytes per item; 0 = none
 	idle  time.Duration // an attempt with no progress for this long is cancelled; 0 = never
-	touch func()        // called at most every touchEvery while bytes flow
-	now   func() time.Time
 }
-
-// touchEvery is how often a long copy extends its message's ack deadline.
-const touchEvery = 5 * time.Second
 
 // copyItem copies src:from to dst:to; dir copies every file below from.
 func (c copier) copyItem(ctx context.Context, src endpoint, from string, dst endpoint, to string, dir bool) (copied, error) {
@@ -102,8 +96,6 @@ type meter struct {
 	err       error
 	idle      *time.Timer
 	copier
-	mu        sync.Mutex
-	lastTouch time.Time
 }
 
 func (m *meter) Read(p []byte) (int, error) {
@@ -126,15 +118,6 @@ func (m *meter) Read(p []byte) (int, error) {
 func (m *meter) progress() {
 	if m.idle != nil {
 		m.idle.Reset(m.copier.idle)
-	}
-	if m.touch == nil {
-		return
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if now := m.now(); now.Sub(m.lastTouch) >= touchEvery {
-		m.lastTouch = now
-		m.touch()
 	}
 }
 

@@ -184,6 +184,4 @@ func statDir(p string) (bool, error) {
 	return fi.IsDir(), nil
 }
 
-func nowFunc() time.Time { return time.Now() }
-
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -150,7 +150,7 @@ func TestSizeLimit(t *testing.T) {
 	}))
 	defer srv.Close()
 	p, _ := HTTPPolicy{}.compile()
-	c := copier{limit: 10, now: nowFunc}
+	c := copier{limit: 10}
 	wd := openLocalDir(t.TempDir())
 	defer wd.Close()
 	for _, path := range []string{"/sized", "/chunked"} {

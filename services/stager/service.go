@@ -176,15 +176,43 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 	return g.Wait()
 }
 
-// interruptible cancels a handler's transfers when the service stops. Consume gives
-// handlers a context that outlives shutdown so appends finish; transfers must not.
+// interruptible cancels a handler's transfers when the service stops (Consume gives
+// handlers a context that outlives shutdown so appends finish; transfers must not), and
+// keeps extending the message's ack deadline while the handler works: transfers, waits
+// between attempts and slow servers all take longer than an ack deadline. A transfer
+// that hangs is bounded by IdleTimeout, so the heartbeat cannot keep a job forever.
 func (s *stager) interruptible(run context.Context, h events.Handler) events.Handler {
 	return func(ctx context.Context, d events.Delivery) error {
 		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
 		stop := context.AfterFunc(run, cancel)
 		defer stop()
+		beating := make(chan struct{})
+		go func() {
+			defer close(beating)
+			heartbeat(ctx, d)
+		}()
+		defer func() {
+			cancel()
+			<-beating
+		}()
 		return h(ctx, d)
+	}
+}
+
+// heartbeatEvery is how often a handler at work extends its message's ack deadline
+// (the consumer's is 30 s).
+const heartbeatEvery = 5 * time.Second
+
+func heartbeat(ctx context.Context, d events.Delivery) {
+	t := time.NewTicker(heartbeatEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_ = d.InProgress()
+		}
 	}
 }
 
@@ -207,8 +235,8 @@ func newStager(cfg Config, deps Deps) (*stager, error) {
 // Close releases the stager's connections.
 func (s *stager) Close() error { return s.ssh.Close() }
 
-func (s *stager) copier(touch func()) copier {
-	return copier{limit: s.cfg.MaxFileBytes, idle: s.cfg.IdleTimeout, touch: touch, now: s.deps.Now}
+func (s *stager) copier() copier {
+	return copier{limit: s.cfg.MaxFileBytes, idle: s.cfg.IdleTimeout}
 }
 
 // state reads a job's folded state (a Decide that appends nothing).
@@ -244,7 +272,7 @@ func (s *stager) stageIn(ctx context.Context, d events.Delivery) error {
 			return err
 		}
 	}
-	r := run{s: s, jobID: st.JobID, status: st.Status, wd: wd, touch: touch(d), stopOnFailure: true, rec: &recorder{st: st}}
+	r := run{s: s, jobID: st.JobID, status: st.Status, wd: wd, stopOnFailure: true, rec: &recorder{st: st}}
 	failures, err := r.execute(ctx, st, items)
 	if errors.Is(err, errMovedOn) {
 		return nil
@@ -254,8 +282,6 @@ func (s *stager) stageIn(ctx context.Context, d events.Delivery) error {
 	}
 	return s.finishIn(ctx, st.JobID, failures)
 }
-
-func touch(d events.Delivery) func() { return func() { _ = d.InProgress() } }
 
 // begin records the stage-in plan (or a cancellation that came first).
 func (s *stager) begin(ctx context.Context, st events.State, items []item) (events.State, error) {
@@ -316,7 +342,7 @@ func (s *stager) stageOut(ctx context.Context, d events.Delivery) error {
 	if err := wd.create(ctx); err != nil {
 		return err
 	}
-	r := run{s: s, jobID: st.JobID, status: events.StatusStagingOut, wd: wd, touch: touch(d), rec: &recorder{st: st}}
+	r := run{s: s, jobID: st.JobID, status: events.StatusStagingOut, wd: wd, rec: &recorder{st: st}}
 	failures, err := r.execute(ctx, st, items)
 	if errors.Is(err, errMovedOn) {
 		return nil

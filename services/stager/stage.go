@@ -33,7 +33,6 @@ type run struct {
 	jobID  string
 	status events.Status // the state the job must be in for attempts to be recorded
 	wd     workDir
-	touch  func()
 	// stopOnFailure ends the pass at the first exhausted item (stage-in: the job fails).
 	stopOnFailure bool
 	rec           *recorder
@@ -143,7 +142,7 @@ func (r run) attempt(ctx context.Context, it item) (copied, error) {
 	if err != nil {
 		return copied{}, err
 	}
-	c := r.s.copier(r.touch)
+	c := r.s.copier()
 	if it.dir == DirOut {
 		return c.copyItem(ctx, r.wd, it.local, rem, name, it.tree)
 	}
