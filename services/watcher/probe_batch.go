@@ -1,0 +1,345 @@
+package watcher
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/cluster"
+	"github.com/gridwire/gridwire/pkg/shellquote"
+)
+
+// Runner runs one shell script on a host of a cluster and returns its standard output
+// and exit status; an error means the host could not be asked.
+type Runner interface {
+	Run(ctx context.Context, script string) (stdout []byte, exitCode int, err error)
+}
+
+// LocalRunner runs scripts on this host, in the watcher's environment (a batch
+// system's clients need theirs, e.g. SLURM_CONF).
+type LocalRunner struct{}
+
+// Run implements Runner.
+func (LocalRunner) Run(ctx context.Context, script string) ([]byte, int, error) {
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", script)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return out.Bytes(), 0, nil
+	case errors.As(err, &exit) && ctx.Err() == nil:
+		return out.Bytes(), exit.ExitCode(), nil
+	}
+	return nil, 0, fmt.Errorf("running the status call: %w", err)
+}
+
+// ScriptProber observes jobs started through a profile: on an ssh cluster or a batch
+// system. Each poll makes one call per host for all of its jobs: the profile's
+// GET_JOB_STATUS with every native ID in $GW_NATIVE_IDS, then a look at each job's exit
+// status file, in one script. Native states map to canonical ones through the profile's
+// table; a job the status call no longer lists takes the profile's absent state. The
+// exit status file, not the LRMS, says how a job ended.
+type ScriptProber struct {
+	Cluster string
+	// Lookup loads a job's state: its incarnation (scripts, patterns, state table) and
+	// the host it started on. Results are cached per job.
+	Lookup func(ctx context.Context, jobID string) (events.State, error)
+	// Runner returns the runner for a host as the started event names it.
+	Runner func(host string) Runner
+	// MaxCallsPerMinute caps status calls to the cluster (0: no cap); polls wait for
+	// their turn rather than hammer the LRMS.
+	MaxCallsPerMinute int
+	Logger            *slog.Logger
+
+	mu       sync.Mutex
+	jobs     map[string]probeInfo
+	patterns map[string]*regexp.Regexp
+	next     time.Time // earliest start of the next call under the cap
+}
+
+// probeInfo is what probing needs of one job.
+type probeInfo struct {
+	host, workDir, nativeID string
+	inc                     *events.IncarnatedData
+}
+
+// NewProber is the prober a cluster needs: ForkProber for a fork cluster running jobs
+// as local processes, a ScriptProber on this host for a batch system whose clients are
+// here, and a ScriptProber over SSH (NewSSHProber) for an ssh cluster. The returned func
+// releases its connections.
+func NewProber(cl cluster.Cluster, lookup func(context.Context, string) (events.State, error), maxCallsPerMinute int, log *slog.Logger) (Prober, func(), error) {
+	batch := !strings.EqualFold(cl.LRMS, "fork") && !strings.EqualFold(cl.Profile, "fork")
+	switch {
+	case cl.Kind == cluster.KindFork && !batch:
+		return ForkProber{}, func() {}, nil
+	case cl.Kind == cluster.KindFork:
+		p := &ScriptProber{Cluster: cl.Name, Lookup: lookup, MaxCallsPerMinute: maxCallsPerMinute, Logger: log,
+			Runner: func(string) Runner { return LocalRunner{} }}
+		return p, func() {}, nil
+	}
+	return NewSSHProber(cl, lookup, maxCallsPerMinute, log)
+}
+
+// Probe implements Prober.
+func (p *ScriptProber) Probe(ctx context.Context, jobs []Watched) (map[string]Observation, error) {
+	groups := map[string][]probeJob{}
+	for _, w := range jobs {
+		info, err := p.info(ctx, w)
+		if err != nil {
+			return nil, err
+		}
+		status := info.inc.Scripts[events.ScriptStatus].Body
+		key := info.host + "\x00" + status
+		groups[key] = append(groups[key], probeJob{w: w, info: info})
+	}
+	out := make(map[string]Observation, len(jobs))
+	keys := make([]string, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := p.probeGroup(ctx, groups[k], out); err != nil {
+			return nil, err
+		}
+	}
+	p.prune(jobs)
+	return out, nil
+}
+
+type probeJob struct {
+	w    Watched
+	info probeInfo
+}
+
+// probeGroup asks one host about jobs that share a status script.
+func (p *ScriptProber) probeGroup(ctx context.Context, group []probeJob, out map[string]Observation) error {
+	host, inc := group[0].info.host, group[0].info.inc
+	re, err := p.pattern(inc.StatusPattern)
+	if err != nil {
+		return fmt.Errorf("cluster %s: status pattern: %w", p.Cluster, err)
+	}
+	if err := p.wait(ctx); err != nil {
+		return err
+	}
+	stdout, code, err := p.Runner(host).Run(ctx, probeScript(group))
+	if err != nil {
+		return fmt.Errorf("asking %s about %d jobs: %w", host, len(group), err)
+	}
+	if code != 0 {
+		return fmt.Errorf("asking %s about %d jobs: the probe exited %d: %s", host, len(group), code, truncate(stdout, 300))
+	}
+	states, exits, err := parseProbe(stdout, re)
+	if err != nil {
+		return fmt.Errorf("asking %s: %w", host, err)
+	}
+	for i, j := range group {
+		out[j.w.JobID] = observe(j.info, states, exits, i)
+	}
+	return nil
+}
+
+// probeScript installs missing static scripts, runs GET_JOB_STATUS with every native
+// ID, then prints each job's exit status file, by index. The status call comes first so
+// a job that ends between the two looks is seen with its exit status.
+func probeScript(group []probeJob) string {
+	inc := group[0].info.inc
+	var b strings.Builder
+	ids := make([]string, len(group))
+	for i, j := range group {
+		ids[i] = j.info.nativeID
+	}
+	b.WriteString(events.VarNativeIDList + "=" + shellquote.Quote(strings.Join(ids, " ")) + "\nexport " + events.VarNativeIDList + "\n")
+	names := make([]string, 0, len(inc.StaticScripts))
+	for n := range inc.StaticScripts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		s := inc.StaticScripts[n]
+		loc, tmp := shellquote.Quote(s.Location), shellquote.Quote(s.Location+".tmp-probe")
+		fmt.Fprintf(&b, "[ -f %s ] || { mkdir -p %s && printf '%%s' %s >%s && chmod 700 %s && mv -f %s %s; } || exit 97\n",
+			loc, shellquote.Quote(path.Dir(s.Location)), shellquote.Quote(s.Body), tmp, tmp, tmp, loc)
+	}
+	b.WriteString("(\n" + inc.Scripts[events.ScriptStatus].Body + "\n)\necho \"gw:exits $?\"\n")
+	b.WriteString("gwx() { [ -f \"$2/" + events.ExitFile + "\" ] && printf 'gw:exit %s %s\\n' \"$1\" \"$(cat \"$2/" + events.ExitFile + "\")\"; :; }\n")
+	for i, j := range group {
+		fmt.Fprintf(&b, "gwx %d %s\n", i, shellquote.Quote(j.info.workDir))
+	}
+	return b.String()
+}
+
+// parseProbe reads native states by native ID, and exit codes by job index.
+func parseProbe(stdout []byte, re *regexp.Regexp) (map[string]string, map[int]int, error) {
+	status, exitPart, found := strings.Cut(string(stdout), "gw:exits ")
+	if !found {
+		return nil, nil, fmt.Errorf("malformed probe output %q", truncate(stdout, 300))
+	}
+	rc, exitPart, _ := strings.Cut(exitPart, "\n")
+	if rc != "0" {
+		return nil, nil, fmt.Errorf("%s exited %s: %s", events.ScriptStatus, rc, truncate([]byte(status), 300))
+	}
+	idGroup, stateGroup := re.SubexpIndex("id"), re.SubexpIndex("state")
+	states := map[string]string{}
+	for _, line := range strings.Split(status, "\n") {
+		m := re.FindStringSubmatch(strings.TrimRight(line, "\r"))
+		if m != nil && idGroup > 0 && stateGroup > 0 {
+			states[m[idGroup]] = m[stateGroup]
+		}
+	}
+	exits := map[int]int{}
+	for _, line := range strings.Split(exitPart, "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 || f[0] != "gw:exit" {
+			continue
+		}
+		i, err1 := strconv.Atoi(f[1])
+		code, err2 := strconv.Atoi(f[2])
+		if err1 == nil && err2 == nil {
+			exits[i] = code
+		}
+	}
+	return states, exits, nil
+}
+
+// observe turns what the host said of one job into an observation.
+func observe(info probeInfo, states map[string]string, exits map[int]int, i int) Observation {
+	native, listed := states[info.nativeID]
+	if code, ok := exits[i]; ok {
+		return Observation{Exited: true, ExitCode: code, NativeState: native}
+	}
+	canonical := info.inc.AbsentState
+	if listed {
+		canonical = info.inc.NativeStates[native]
+	} else if canonical == "" {
+		canonical = "ENDED"
+	}
+	switch canonical {
+	case "ENDED":
+		return Observation{Gone: true, NativeState: native}
+	case string(events.StatusQueued), string(events.StatusRunning), string(events.StatusHeld):
+		return Observation{State: events.Status(canonical), NativeState: native}
+	}
+	return Observation{NativeState: native} // a native state the table does not know
+}
+
+// info is the job's probing facts, loaded once.
+func (p *ScriptProber) info(ctx context.Context, w Watched) (probeInfo, error) {
+	p.mu.Lock()
+	info, ok := p.jobs[w.JobID]
+	p.mu.Unlock()
+	if ok {
+		return info, nil
+	}
+	st, err := p.Lookup(ctx, w.JobID)
+	if err != nil {
+		return probeInfo{}, fmt.Errorf("loading job %s: %w", w.JobID, err)
+	}
+	if st.Incarnation == nil || st.Incarnation.Scripts[events.ScriptStatus].Body == "" {
+		return probeInfo{}, fmt.Errorf("job %s has no %s script", w.JobID, events.ScriptStatus)
+	}
+	info = probeInfo{host: st.Host, workDir: st.Incarnation.WorkDir, nativeID: firstOf(w.NativeID, st.NativeID), inc: st.Incarnation}
+	if w.WorkDir != "" {
+		info.workDir = w.WorkDir
+	}
+	p.mu.Lock()
+	if p.jobs == nil {
+		p.jobs = map[string]probeInfo{}
+	}
+	p.jobs[w.JobID] = info
+	p.mu.Unlock()
+	return info, nil
+}
+
+// prune keeps the cache from outgrowing the jobs followed.
+func (p *ScriptProber) prune(batch []Watched) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.jobs) <= 2*len(batch)+1024 {
+		return
+	}
+	keep := make(map[string]probeInfo, len(batch))
+	for _, w := range batch {
+		if info, ok := p.jobs[w.JobID]; ok {
+			keep[w.JobID] = info
+		}
+	}
+	p.jobs = keep
+}
+
+func (p *ScriptProber) pattern(s string) (*regexp.Regexp, error) {
+	if s == "" {
+		return nil, errors.New("the profile gives none")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if re, ok := p.patterns[s]; ok {
+		return re, nil
+	}
+	re, err := regexp.Compile(s)
+	if err != nil {
+		return nil, err
+	}
+	if p.patterns == nil {
+		p.patterns = map[string]*regexp.Regexp{}
+	}
+	p.patterns[s] = re
+	return re, nil
+}
+
+// wait spaces calls to at most MaxCallsPerMinute.
+func (p *ScriptProber) wait(ctx context.Context) error {
+	if p.MaxCallsPerMinute <= 0 {
+		return nil
+	}
+	gap := time.Minute / time.Duration(p.MaxCallsPerMinute)
+	p.mu.Lock()
+	now := time.Now()
+	at := p.next
+	if at.Before(now) {
+		at = now
+	}
+	p.next = at.Add(gap)
+	p.mu.Unlock()
+	d := time.Until(at)
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "..."
+	}
+	return string(b)
+}
+
+func firstOf(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
