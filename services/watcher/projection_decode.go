@@ -2,10 +2,13 @@ package watcher
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gridwire/gridwire/events"
 )
@@ -55,7 +58,18 @@ func scanEnvelope(b []byte) (events.Event, error) {
 			return e, errSlowPath
 		}
 		j = skipSpace(b, j+1)
-		if key == "data" {
+		if key == "data_base64" {
+			val, end, err := scanString(b, j)
+			if err != nil {
+				return e, err
+			}
+			data, err := base64.StdEncoding.DecodeString(val)
+			if err != nil {
+				return e, errSlowPath
+			}
+			e.Data, haveData = json.RawMessage(data), true
+			j = end
+		} else if key == "data" {
 			end, err := skipValue(b, j)
 			if err != nil || b[j] != '{' && b[j] != '[' {
 				return e, errSlowPath
@@ -121,11 +135,15 @@ func finishEnvelope(e events.Event, spec, ctype, typ, tm, prevseq string) (event
 	if spec != "1.0" || ctype != "application/json" || e.ID == "" || e.Source == "" || e.JobID == "" || tm == "" {
 		return e, errSlowPath
 	}
+	if u, err := url.Parse(e.Source); err != nil || u.String() != e.Source {
+		return e, errSlowPath // the SDK keeps the source as a URI reference, re-spelled
+	}
 	if e.Name = events.NameOfType(typ); e.Name == "" || !e.Name.Known() {
 		return e, errSlowPath
 	}
+	// Only the exact form the SDK writes: other spellings are the SDK's to judge.
 	t, err := time.Parse(time.RFC3339Nano, tm)
-	if err != nil {
+	if err != nil || t.Location() != time.UTC || t.Format(time.RFC3339Nano) != tm {
 		return e, errSlowPath
 	}
 	e.Time = t.UTC()
@@ -153,6 +171,9 @@ func scanString(b []byte, i int) (string, int, error) {
 	for j := i + 1; j < len(b); j++ {
 		switch c := b[j]; {
 		case c == '"':
+			if !utf8.Valid(b[i+1 : j]) {
+				return "", j, errSlowPath
+			}
 			return string(b[i+1 : j]), j + 1, nil
 		case c == '\\' || c < 0x20:
 			return "", j, errSlowPath

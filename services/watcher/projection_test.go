@@ -1,0 +1,259 @@
+package watcher
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/gridwire/gridwire/events"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// bucketRows reads every row and the stamp of a projection bucket.
+func bucketRows(t *testing.T, js jetstream.JetStream, bucket string) (map[string]Row, Meta) {
+	t.Helper()
+	ctx := context.Background()
+	kv, err := js.KeyValue(ctx, bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, _, err := loadProjection(ctx, kv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]Row{}
+	for _, r := range table.Rows() {
+		rows[r.JobID] = r
+	}
+	entry, err := kv.Get(ctx, MetaKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m Meta
+	if err := json.Unmarshal(entry.Value(), &m); err != nil {
+		t.Fatal(err)
+	}
+	return rows, m
+}
+
+// The live projector's KV table equals a rebuild from scratch, and each row equals the
+// stripped fold of the job's whole history.
+func TestProjectionRebuiltEqualsLive(t *testing.T) {
+	b, st := openBus(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runProjector(ctx, b.JS, JobsBucket, 20*time.Millisecond, slog.New(slog.DiscardHandler)) }()
+	var ids []string
+	for n := 0; n < 30; n++ {
+		id := events.NewID()
+		ids = append(ids, id)
+		steps := life(id, []string{"c1", "c2"}[n%2], n)
+		play(t, st, id, t0.Add(time.Duration(n)*time.Minute), steps[:len(steps)-n%5]) // some jobs still running
+	}
+	stream, _ := b.JS.Stream(context.Background(), "JOBS")
+	last := stream.CachedInfo().State.LastSeq
+	eventually(t, "the live projection to reach the last event", func() bool {
+		kv, err := b.JS.KeyValue(context.Background(), JobsBucket)
+		if err != nil {
+			return false
+		}
+		e, err := kv.Get(context.Background(), MetaKey)
+		var m Meta
+		return err == nil && json.Unmarshal(e.Value(), &m) == nil && m.Seq == last
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	live, liveMeta := bucketRows(t, b.JS, JobsBucket)
+	_, res, err := Rebuild(context.Background(), b.JS, RebuildOptions{Bucket: "rebuilt", Shards: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Events != last || res.Refused != 0 || res.Jobs != 30 {
+		t.Fatalf("rebuild read %+v, want %d events of 30 jobs", res, last)
+	}
+	rebuilt, rebuiltMeta := bucketRows(t, b.JS, "rebuilt")
+	if d := cmp.Diff(live, rebuilt); d != "" {
+		t.Fatalf("rebuilt projection differs from the live one (-live +rebuilt):\n%s", d)
+	}
+	if d := cmp.Diff(liveMeta, rebuiltMeta); d != "" {
+		t.Fatalf("stamps differ (-live +rebuilt):\n%s", d)
+	}
+	for _, id := range ids {
+		h, err := st.Load(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full, err := events.Replay(h.Events)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(strip(full), live[id]); d != "" {
+			t.Fatalf("job %s: projection row differs from the fold of its history:\n%s", id, d)
+		}
+	}
+	if n := liveMeta.Counts["c1"]["RUNNING"] + liveMeta.Counts["c2"]["RUNNING"]; n == 0 {
+		t.Fatalf("counts %v: no running job counted", liveMeta.Counts)
+	}
+}
+
+// A projector that stops and starts again resumes from its stamp: events folded before
+// are not folded twice, events appended while it was down are folded.
+func TestProjectorResumesFromItsStamp(t *testing.T) {
+	b, st := openBus(t)
+	run := func() (context.CancelFunc, chan error) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- runProjector(ctx, b.JS, JobsBucket, 10*time.Millisecond, slog.New(slog.DiscardHandler)) }()
+		return cancel, done
+	}
+	id := events.NewID()
+	steps := life(id, "c1", 4) // exit code 1
+	cancel, done := run()
+	play(t, st, id, t0, steps[:6])
+	waitStamp(t, b.JS)
+	cancel()
+	<-done
+	play(t, st, id, t0.Add(time.Hour), steps[6:])
+	cancel, done = run()
+	defer func() { cancel(); <-done }()
+	waitStamp(t, b.JS)
+	rows, _ := bucketRows(t, b.JS, JobsBucket)
+	if r := rows[id]; r.Status != events.StatusFailed || r.Events != len(steps) {
+		t.Fatalf("row after restart: %s with %d events, want FAILED with %d", r.Status, r.Events, len(steps))
+	}
+}
+
+// waitStamp waits until the projection's stamp reaches the stream's last sequence.
+func waitStamp(t *testing.T, js jetstream.JetStream) {
+	t.Helper()
+	stream, _ := js.Stream(context.Background(), "JOBS")
+	last := stream.CachedInfo().State.LastSeq
+	eventually(t, fmt.Sprintf("the projection stamp to reach %d", last), func() bool {
+		kv, err := js.KeyValue(context.Background(), JobsBucket)
+		if err != nil {
+			return false
+		}
+		e, err := kv.Get(context.Background(), MetaKey)
+		var m Meta
+		return err == nil && json.Unmarshal(e.Value(), &m) == nil && m.Seq >= last
+	})
+}
+
+func TestSelectFiltersAndPages(t *testing.T) {
+	tb := NewTable()
+	var ids []string
+	for n := 0; n < 10; n++ {
+		id := fmt.Sprintf("J%02d", n)
+		ids = append(ids, id)
+		for i, s := range life(id, []string{"a", "b"}[n%2], n)[:3+n%4] {
+			e, _ := events.New(id, s.name, s.route, t0.Add(time.Duration(n)*time.Hour+time.Duration(i)*time.Second), s.payload)
+			e.Seq = uint64(n*100 + i + 1)
+			if _, err := tb.Apply(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	idsOf := func(p Page) []string {
+		var out []string
+		for _, v := range p.Jobs {
+			out = append(out, v.ID)
+		}
+		return out
+	}
+	cases := []struct {
+		name string
+		q    Query
+		want []string
+		next string
+	}{
+		{"all, first page", Query{Limit: 3}, ids[:3], "J02"},
+		{"second page", Query{Limit: 3, After: "J02"}, ids[3:6], "J05"},
+		{"last page", Query{Limit: 5, After: "J04"}, ids[5:], ""},
+		{"descending", Query{Limit: 2, Descending: true}, []string{"J09", "J08"}, "J08"},
+		{"descending after", Query{Limit: 2, Descending: true, After: "J08"}, []string{"J07", "J06"}, "J06"},
+		{"cluster", Query{Cluster: "b"}, []string{"J01", "J03", "J05", "J07", "J09"}, ""},
+		{"state", Query{States: []events.Status{events.StatusQueued}}, []string{"J03", "J07"}, ""},
+		{"states", Query{States: []events.Status{events.StatusQueued, events.StatusSubmitted}}, []string{"J03", "J07"}, ""},
+		{"submitter", Query{Submitter: "user1", Cluster: "a"}, nil, ""},
+		{"time window", Query{Since: t0.Add(2 * time.Hour), Until: t0.Add(4 * time.Hour)}, []string{"J02", "J03"}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := tb.Select(c.q)
+			if d := cmp.Diff(c.want, idsOf(p)); d != "" || p.Next != c.next {
+				t.Fatalf("got %v next %q, want %v next %q\n%s", idsOf(p), p.Next, c.want, c.next, d)
+			}
+		})
+	}
+}
+
+// The projection's decoder gives exactly what events.Decode gives, for every event
+// shape the store writes (with and without chain extensions and principal).
+func TestFastDecodeMatchesEvents(t *testing.T) {
+	for _, body := range sampleBodies(t) {
+		want, err := events.Decode(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := scanEnvelope(body); err != nil {
+			t.Fatalf("the fast path refused a store-written body: %v\n%s", err, body)
+		}
+		got, err := decodeStored(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want.Hash = ""
+		if d := cmp.Diff(want, got); d != "" {
+			t.Fatalf("decoders differ (-events.Decode +fast):\n%s\n%s", d, body)
+		}
+	}
+}
+
+func sampleBodies(t testing.TB) [][]byte {
+	var out [][]byte
+	id := "01JDJ7Q1ZQ3S2K2B9Y4N3Y8W5A"
+	for i, s := range life(id, "c1", 1) {
+		e, err := events.New(id, s.name, s.route, t0.Add(time.Duration(i)*time.Millisecond+7), s.payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Source = "gridwire/test/host-1"
+		if i > 0 {
+			e.PrevHash, e.PrevSeq, e.Principal = "ab12", uint64(i), "alice \u00e9"
+		}
+		body, err := e.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, body)
+	}
+	return out
+}
+
+// FuzzFastDecode: whatever the fast path accepts, events.Decode accepts the same way.
+func FuzzFastDecode(f *testing.F) {
+	for _, b := range sampleBodies(f) {
+		f.Add(b)
+	}
+	f.Add([]byte(`{"specversion":"1.0","id":"x","source":"s","type":"dev.gridwire.job.held.v1","subject":"J","datacontenttype":"application/json","time":"2026-01-01T00:00:00Z","data":{"a":"\"}"}}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, err := scanEnvelope(body)
+		if err != nil {
+			return
+		}
+		want, err := events.Decode(body)
+		if err != nil {
+			t.Fatalf("fast path accepted what events.Decode refuses (%v):\n%s", err, body)
+		}
+		want.Hash = ""
+		if d := cmp.Diff(want, got); d != "" {
+			t.Fatalf("decoders differ:\n%s\n%s", d, body)
+		}
+	})
+}
