@@ -87,10 +87,14 @@ func (c *Client) lostErr(cause error) error {
 			return nil
 		}
 	}
-	if reason := c.Err(); reason != nil && errors.Is(reason, ErrPoolClosed) {
+	reason := c.Err()
+	switch {
+	case reason == nil:
+		reason = cause
+	case errors.Is(reason, ErrPoolClosed), errors.Is(reason, ErrConnectionLost):
 		return reason
 	}
-	return fmt.Errorf("%w to %s: %v", ErrConnectionLost, c.host, cause)
+	return fmt.Errorf("%w to %s: %v", ErrConnectionLost, c.host, reason)
 }
 
 // close ends the connection, recording why (the first reason wins).
