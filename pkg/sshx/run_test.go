@@ -212,3 +212,24 @@ func TestRunReportsConnectionLostMidCommand(t *testing.T) {
 		t.Errorf("Run when the connection drops: %v, want ErrConnectionLost and not ErrNotStarted", err)
 	}
 }
+
+func TestRunEndsWhenPeerGoesSilent(t *testing.T) {
+	srv := sshtest.NewServer(t)
+	c := client(t, newPool(t, srv, func(c *sshx.Config) { c.KeepAlive = 20 * time.Millisecond }), srv.Addr)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Run(testCtx(t), "echo $$ > "+pidFile+".tmp && mv "+pidFile+".tmp "+pidFile+"; exec sleep 60", nil)
+		done <- err
+	}()
+	waitForPID(t, pidFile)
+	srv.Stall() // the host stops answering; the TCP connection stays open
+	select {
+	case err := <-done:
+		if !errors.Is(err, sshx.ErrConnectionLost) || !strings.Contains(err.Error(), "keep-alive") {
+			t.Errorf("Run when the peer went silent: %v, want ErrConnectionLost naming the keep-alive", err)
+		}
+	case <-testCtx(t).Done():
+		t.Fatal("Run still waiting on a silent peer")
+	}
+}
