@@ -19,5 +19,8 @@ func commands(e *env) []*cobra.Command {
 		benchCmd(e),
 		renderCmd(e),
 		profilesCmd(e),
+		controlCmd(e, "cancel", "cancel a job: it never starts, or its run is aborted"),
+		controlCmd(e, "hold", "hold a queued or running job on its target"),
+		controlCmd(e, "resume", "release a held job"),
 	}
 }

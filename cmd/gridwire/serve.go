@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/gridwire/gridwire/services/executor"
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 )
@@ -70,6 +71,9 @@ func (s *system) routes() http.Handler {
 	}
 	if s.readAPI != nil {
 		s.readAPI.Routes(mux)
+	}
+	if s.readAPI != nil {
+		executor.ControlAPI{Store: s.readAPI.Store}.Routes(mux)
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	return mux

@@ -198,9 +198,14 @@ func (s *system) start(ctx context.Context, g *errgroup.Group, names []string, o
 			}
 		case "watcher":
 			s.readAPI = &watcher.API{Store: c.store, JS: c.js}
+			probers, closeProbers, err := s.probers(clusters, c.store.State, log)
+			if err != nil {
+				return err
+			}
 			g.Go(func() error {
+				defer closeProbers()
 				return watcher.Run(ctx, watcher.Config{Clusters: clusters},
-					watcher.Deps{JS: c.js, Conn: c.nc, Store: c.store, Logger: log, Now: now})
+					watcher.Deps{JS: c.js, Conn: c.nc, Store: c.store, Logger: log, Now: now, Probers: probers})
 			})
 		default:
 			return fmt.Errorf("unknown service %q (one of %v)", name, allServices)
