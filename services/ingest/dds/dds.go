@@ -8,7 +8,6 @@ package dds
 
 import (
 	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/gridwire/gridwire/events"
@@ -31,7 +30,6 @@ var idPattern = regexp.MustCompile(`^[a-zA-Z0-9#@~_-]{1,128}$`)
 type topology struct {
 	name         string
 	vars         map[string]string
-	varOrder     []string
 	properties   map[string]property
 	assets       map[string]events.DDSAsset
 	requirements map[string]events.DDSRequirement
@@ -211,5 +209,3 @@ func (t *topology) count() int64 {
 	total = visit(&t.main)
 	return total
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

@@ -91,7 +91,6 @@ func (d *decoder) variable(el *xmltree.Element, t *topology) {
 		return
 	}
 	t.vars[name] = value
-	t.varOrder = append(t.varOrder, name)
 }
 
 // expandVars replaces ${name} of declared variables in every attribute value and text

@@ -1,7 +1,6 @@
 package taskdesc
 
 import (
-	"regexp"
 	"strings"
 
 	"github.com/gridwire/gridwire/events"
@@ -13,18 +12,13 @@ func (d *decoder) requirements(v *tree.Node) events.Requirements {
 	if !d.want(v, tree.Object, "requirements") {
 		return r
 	}
-	strs := map[string]*string{"lrms": &r.LRMS, "queue": &r.Queue, "os_name": &r.OSName,
-		"os_release": &r.OSRelease, "os_version": &r.OSVersion, "platform": &r.Platform,
-		"cpu_instruction_set": &r.CPUInstructionSet}
-	nums := map[string]*int64{"smp_size": &r.SMPSize, "ram_size": &r.RAMSize,
-		"virtual_size": &r.VirtualSize, "cpu_hz": &r.CPUHz}
 	for _, f := range v.Fields {
 		field := "requirements." + keyName(f.Key)
-		if p, ok := strs[f.Key]; ok {
+		if p := stringRequirement(&r, f.Key); p != nil {
 			*p, _ = d.nonEmpty(f.Value, field)
 			continue
 		}
-		if p, ok := nums[f.Key]; ok {
+		if p := numericRequirement(&r, f.Key); p != nil {
 			if n, ok := d.int64(f.Value, field); ok {
 				if n < 0 {
 					d.list.Add(f.Value.Line, f.Value.Col, field, "must not be negative")
@@ -51,19 +45,92 @@ func (d *decoder) requirements(v *tree.Node) events.Requirements {
 	return r
 }
 
-var constraint = regexp.MustCompile(`^([^\s<>=!,]+)(?:\s*(<=|>=|==|<|>)\s*([^\s<>=!,]+))?$`)
+func stringRequirement(r *events.Requirements, key string) *string {
+	switch key {
+	case "lrms":
+		return &r.LRMS
+	case "queue":
+		return &r.Queue
+	case "os_name":
+		return &r.OSName
+	case "os_release":
+		return &r.OSRelease
+	case "os_version":
+		return &r.OSVersion
+	case "platform":
+		return &r.Platform
+	case "cpu_instruction_set":
+		return &r.CPUInstructionSet
+	}
+	return nil
+}
+
+func numericRequirement(r *events.Requirements, key string) *int64 {
+	switch key {
+	case "smp_size":
+		return &r.SMPSize
+	case "ram_size":
+		return &r.RAMSize
+	case "virtual_size":
+		return &r.VirtualSize
+	case "cpu_hz":
+		return &r.CPUHz
+	}
+	return nil
+}
 
 // software reads "name, name OP version, ..." (OP one of < <= == > >=).
 func (d *decoder) software(s string, v *tree.Node, field string) []events.SoftwareConstraint {
-	var out []events.SoftwareConstraint
+	out := make([]events.SoftwareConstraint, 0, strings.Count(s, ",")+1)
 	for i, item := range strings.Split(s, ",") {
 		item = strings.TrimSpace(item)
-		m := constraint.FindStringSubmatch(item)
-		if m == nil {
+		c, ok := parseConstraint(item)
+		if !ok {
 			d.list.Addf(v.Line, v.Col, field, "item %d %q is not \"name\" or \"name OP version\" with OP one of <, <=, ==, >, >=", i+1, item)
 			continue
 		}
-		out = append(out, events.SoftwareConstraint{Name: m[1], Op: m[2], Version: m[3]})
+		out = append(out, c)
 	}
 	return out
+}
+
+// parseConstraint reads "name" or "name OP version": a name and a version are runs of
+// characters other than blanks, ',', '<', '>', '=' and '!'.
+func parseConstraint(item string) (events.SoftwareConstraint, bool) {
+	var c events.SoftwareConstraint
+	n := wordEnd(item)
+	if n == 0 {
+		return c, false
+	}
+	c.Name = item[:n]
+	rest := strings.TrimLeft(item[n:], " \t")
+	if rest == "" {
+		return c, n == len(item)
+	}
+	for _, op := range [...]string{"<=", ">=", "==", "<", ">"} {
+		if strings.HasPrefix(rest, op) {
+			c.Op = op
+			break
+		}
+	}
+	if c.Op == "" {
+		return c, false
+	}
+	rest = strings.TrimLeft(rest[len(c.Op):], " \t")
+	v := wordEnd(rest)
+	if v == 0 || v != len(rest) {
+		return c, false
+	}
+	c.Version = rest
+	return c, true
+}
+
+func wordEnd(s string) int {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case ' ', '\t', '\n', '\r', '\f', '\v', ',', '<', '>', '=', '!':
+			return i
+		}
+	}
+	return len(s)
 }

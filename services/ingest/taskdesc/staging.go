@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	"github.com/gridwire/gridwire/events"
-	"github.com/gridwire/gridwire/pkg/substitute"
 	"github.com/gridwire/gridwire/services/ingest/internal/tree"
 )
 
@@ -102,7 +101,7 @@ func Resolve(base, ref string) string {
 }
 
 func removeDotSegments(p string) string {
-	if !strings.Contains(p, ".") {
+	if !hasDotSegment(p) {
 		return p
 	}
 	segs := strings.Split(p, "/")
@@ -128,15 +127,30 @@ func removeDotSegments(p string) string {
 	return strings.Join(out, "/")
 }
 
+// hasDotSegment reports whether a path has a "." or ".." segment.
+func hasDotSegment(p string) bool {
+	for _, seg := range [...]string{"/./", "/../"} {
+		if strings.Contains(p, seg) {
+			return true
+		}
+	}
+	for _, seg := range [...]string{"./", "../"} {
+		if strings.HasPrefix(p, seg) {
+			return true
+		}
+	}
+	return p == "." || p == ".." || strings.HasSuffix(p, "/.") || strings.HasSuffix(p, "/..")
+}
+
 // placeholdersUsed lists the v3 placeholders that occur where the spec substitutes.
 func placeholdersUsed(job *events.Job) []string {
-	found := map[string]bool{}
+	var found [3]bool // indexed as Placeholders
 	note := func(s string) {
 		if strings.IndexByte(s, '{') < 0 {
 			return
 		}
-		for _, n := range substitute.Names(s) {
-			found[n] = true
+		for i, p := range Placeholders {
+			found[i] = found[i] || strings.Contains(s, "{"+p+"}")
 		}
 	}
 	note(job.DefaultStorageBase)
@@ -157,8 +171,8 @@ func placeholdersUsed(job *events.Job) []string {
 		}
 	}
 	var used []string
-	for _, n := range Placeholders {
-		if found[n] {
+	for i, n := range Placeholders {
+		if found[i] {
 			used = append(used, n)
 		}
 	}

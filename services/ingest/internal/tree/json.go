@@ -11,7 +11,7 @@ import (
 // ParseJSON reads one JSON value (RFC 8259, UTF-8) with positions. Anything after the
 // value but whitespace is an error, as are duplicate keys and nesting past MaxDepth.
 func ParseJSON(data []byte) (*Node, error) {
-	p := jsonParser{data: data, line: 1}
+	p := jsonParser{data: data, src: string(data), line: 1}
 	if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) { // a UTF-8 byte order mark may lead
 		p.off, p.lineStart = 3, 3
 	}
@@ -28,7 +28,11 @@ func ParseJSON(data []byte) (*Node, error) {
 }
 
 type jsonParser struct {
+	slab      []Node  // nodes are carved from here, to allocate in bulk
+	fieldSlab []Field // and the fields of objects
+	fields    []Field // fields of the objects being read, innermost last
 	data      []byte
+	src       string // data as a string: strings without escapes are slices of it
 	off       int
 	line      int
 	lineStart int
@@ -66,7 +70,7 @@ func (p *jsonParser) value(depth int) (*Node, error) {
 	if depth > MaxDepth {
 		return nil, p.errorf("nested deeper than " + strconv.Itoa(MaxDepth) + " levels")
 	}
-	n := &Node{Line: p.line, Col: p.col()}
+	n := p.node()
 	if p.off >= len(p.data) {
 		return nil, p.errorf("unexpected end of input, expected a value")
 	}
@@ -99,6 +103,42 @@ func (p *jsonParser) value(depth int) (*Node, error) {
 	}
 }
 
+func (p *jsonParser) node() *Node {
+	if len(p.slab) == 0 {
+		p.slab = make([]Node, 32)
+	}
+	n := &p.slab[0]
+	p.slab = p.slab[1:]
+	n.Line, n.Col = p.line, p.col()
+	return n
+}
+
+// keep copies an object's fields out of the stack into the slab.
+func (p *jsonParser) keep(fields []Field) []Field {
+	if len(fields) > len(p.fieldSlab) {
+		p.fieldSlab = make([]Field, max(64, len(fields)))
+	}
+	out := p.fieldSlab[:len(fields):len(fields)]
+	p.fieldSlab = p.fieldSlab[len(fields):]
+	copy(out, fields)
+	return out
+}
+
+// duplicate reports whether key is already among fields (a linear scan: objects in a
+// job description are small; a map is built only for large ones).
+func duplicate(fields []Field, key string, seen map[string]struct{}) bool {
+	if seen != nil {
+		_, dup := seen[key]
+		return dup
+	}
+	for i := range fields {
+		if fields[i].Key == key {
+			return true
+		}
+	}
+	return false
+}
+
 func (p *jsonParser) object(n *Node, depth int) error {
 	n.Kind = Object
 	p.off++
@@ -107,7 +147,9 @@ func (p *jsonParser) object(n *Node, depth int) error {
 		p.off++
 		return nil
 	}
-	seen := make(map[string]struct{}, 8)
+	base := len(p.fields)
+	defer func() { p.fields = p.fields[:base] }()
+	var seen map[string]struct{}
 	for {
 		if p.off >= len(p.data) || p.data[p.off] != '"' {
 			return p.errorf("unexpected " + p.describe() + ", expected a key in quotes")
@@ -117,10 +159,18 @@ func (p *jsonParser) object(n *Node, depth int) error {
 		if err != nil {
 			return err
 		}
-		if _, dup := seen[key]; dup {
+		if duplicate(p.fields[base:], key, seen) {
 			return &SyntaxError{Line: f.Line, Col: f.Col, What: "duplicate key " + strconv.Quote(key)}
 		}
-		seen[key] = struct{}{}
+		if len(p.fields)-base == 16 {
+			seen = make(map[string]struct{}, 32)
+			for _, f := range p.fields[base:] {
+				seen[f.Key] = struct{}{}
+			}
+		}
+		if seen != nil {
+			seen[key] = struct{}{}
+		}
 		f.Key = key
 		p.skipSpace()
 		if p.off >= len(p.data) || p.data[p.off] != ':' {
@@ -131,7 +181,7 @@ func (p *jsonParser) object(n *Node, depth int) error {
 		if f.Value, err = p.value(depth + 1); err != nil {
 			return err
 		}
-		n.Fields = append(n.Fields, f)
+		p.fields = append(p.fields, f)
 		p.skipSpace()
 		if p.off < len(p.data) && p.data[p.off] == ',' {
 			p.off++
@@ -140,6 +190,7 @@ func (p *jsonParser) object(n *Node, depth int) error {
 		}
 		if p.off < len(p.data) && p.data[p.off] == '}' {
 			p.off++
+			n.Fields = p.keep(p.fields[base:])
 			return nil
 		}
 		return p.errorf("unexpected " + p.describe() + ", expected ',' or '}'")
@@ -216,12 +267,12 @@ func (p *jsonParser) str() (string, error) {
 	for p.off < len(p.data) {
 		c := p.data[p.off]
 		if c == '"' {
-			s := p.data[start:p.off]
+			s := p.src[start:p.off]
 			p.off++
-			if !utf8.Valid(s) {
+			if !utf8.ValidString(s) {
 				return "", &SyntaxError{Line: p.line, Col: start - p.lineStart + 1, What: "string is not valid UTF-8"}
 			}
-			return string(s), nil
+			return s, nil
 		}
 		if c == '\\' || c < 0x20 {
 			return p.strSlow(start)
