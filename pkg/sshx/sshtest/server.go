@@ -4,7 +4,8 @@
 // The server is built on golang.org/x/crypto/ssh and github.com/pkg/sftp and listens on a
 // loopback port. It accepts public-key authentication with a client key it generates,
 // runs "exec" requests through /bin/sh -c in the test's process (stdin, stdout, stderr and
-// the exit status pass through as with OpenSSH), serves the "sftp" subsystem over the
+// the exit status pass through as with OpenSSH; a "signal" request signals the command's
+// process group and a closed session leaves its command running, as sshd does), serves the "sftp" subsystem over the
 // local file system, and politely refuses env, pty and shell requests. It does not
 // emulate users, chroots or OpenSSH's configuration: a test that needs those runs the real
 // sshd with StartOpenSSH.
@@ -50,7 +51,8 @@ type Server struct {
 	mu         sync.Mutex
 	authorized map[string]bool
 	conns      map[*gateConn]struct{}
-	stall      chan struct{} // non-nil while writes to clients are held back
+	running    map[*session]struct{} // sessions whose command has not exited
+	stall      chan struct{}         // non-nil while writes to clients are held back
 	closed     bool
 	wg         sync.WaitGroup
 }
@@ -100,6 +102,7 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 		ClientSigner: SignerFrom(t, clientKey),
 		authorized:   map[string]bool{},
 		conns:        map[*gateConn]struct{}{},
+		running:      map[*session]struct{}{},
 	}
 	if err := os.Mkdir(s.Home, 0o755); err != nil {
 		t.Fatalf("sshtest: %v", err)
@@ -145,8 +148,8 @@ func (s *Server) KeepAlives() int { return int(s.keepAlives.Load()) }
 // connections.
 func (s *Server) PeakExecs() int { return int(s.peak.Load()) }
 
-// DropConnections closes every open connection, as a restarted or crashed host would.
-// The server keeps listening.
+// DropConnections closes every open connection, as a network failure would. The
+// server keeps listening; commands that were running go on, as under sshd.
 func (s *Server) DropConnections() {
 	s.mu.Lock()
 	conns := make([]*gateConn, 0, len(s.conns))
@@ -180,8 +183,9 @@ func (s *Server) Resume() {
 	}
 }
 
-// Close stops listening, closes every connection, kills running commands and waits for
-// the server's goroutines. It is idempotent.
+// Close stops listening, closes every connection, kills the commands still running
+// (sshd would leave them; a test must not) and waits for the server's goroutines. It is
+// idempotent.
 func (s *Server) Close() {
 	s.mu.Lock()
 	already := s.closed
@@ -193,6 +197,7 @@ func (s *Server) Close() {
 	s.ln.Close()
 	s.Resume()
 	s.DropConnections()
+	s.killRunning()
 	s.wg.Wait()
 }
 

@@ -2,9 +2,13 @@ package sshtest_test
 
 import (
 	"errors"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
@@ -101,5 +105,51 @@ func TestRejectsUnauthorizedKey(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "unable to authenticate") {
 		t.Errorf("dial with a stranger's key: %v", err)
+	}
+}
+
+func waitFile(t *testing.T, path string) string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if b, err := os.ReadFile(path); err == nil {
+			return string(b)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never appeared", path)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// As under sshd, a session closed (or a connection dropped) while its command runs does
+// not kill the command; Close does.
+func TestCommandOutlivesItsSessionUntilClose(t *testing.T) {
+	srv := sshtest.NewServer(t)
+	c := dial(t, srv)
+	dir := t.TempDir()
+	s := session(t, c)
+	if err := s.Start("echo $$ > " + dir + "/pid.tmp && mv " + dir + "/pid.tmp " + dir + "/pid; sleep 0.2; echo survived > " + dir + "/done"); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, dir+"/pid")
+	s.Close()
+	srv.DropConnections()
+	if got := waitFile(t, dir+"/done"); got != "survived\n" {
+		t.Errorf("done file holds %q", got)
+	}
+
+	c = dial(t, srv)
+	s = session(t, c)
+	if err := s.Start("echo $$ > " + dir + "/pid2.tmp && mv " + dir + "/pid2.tmp " + dir + "/pid2; exec sleep 60"); err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(waitFile(t, dir+"/pid2")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+	if err := syscall.Kill(pid, 0); err == nil {
+		t.Errorf("command %d still running after Close", pid)
 	}
 }

@@ -20,6 +20,7 @@ type session struct {
 	mu      sync.Mutex
 	started bool
 	proc    *os.Process
+	pipes   execPipes
 	exited  bool
 	done    sync.WaitGroup
 }
@@ -42,9 +43,9 @@ func (s *Server) serveSession(nc ssh.NewChannel) {
 			then()
 		}
 	}
-	// The client closed the channel (or the connection died): what still runs is
-	// killed, as sshd's child would lose its session.
-	sess.kill(syscall.SIGKILL)
+	// The client closed the channel, or the connection died. As with sshd, a command
+	// still running is not killed: it loses its stdout and stderr (writes fail) and runs
+	// on; Server.Close kills it.
 	sess.done.Wait()
 	ch.Close()
 }
@@ -101,16 +102,25 @@ func (sess *session) claim() bool {
 	return true
 }
 
-// startExec starts command; the returned func streams its stdin and reports its exit.
+// execPipes are a command's standard streams, seen from the server.
+type execPipes struct {
+	stdin          io.WriteCloser
+	stdout, stderr io.ReadCloser
+}
+
+// startExec starts command in its own process group (as sshd's session child is); the
+// returned func streams its standard streams and reports its exit.
 func (sess *session) startExec(command string) (bool, func()) {
 	cmd := exec.Command("/bin/sh", "-c", command)
 	cmd.Dir = sess.srv.Home
 	cmd.Env = append(os.Environ(), "HOME="+sess.srv.Home)
-	cmd.Stdout = sess.ch
-	cmd.Stderr = sess.ch.Stderr()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
+	var p execPipes
+	var err1, err2, err3 error
+	p.stdin, err1 = cmd.StdinPipe()
+	p.stdout, err2 = cmd.StdoutPipe()
+	p.stderr, err3 = cmd.StderrPipe()
+	if errors.Join(err1, err2, err3) != nil {
 		return false, nil
 	}
 	sess.mu.Lock()
@@ -118,21 +128,35 @@ func (sess *session) startExec(command string) (bool, func()) {
 	if err := cmd.Start(); err != nil {
 		return false, nil
 	}
-	sess.srv.execs.Add(1)
-	sess.srv.execStarted()
 	sess.proc = cmd.Process
+	sess.pipes = p
+	sess.srv.execs.Add(1)
+	sess.srv.execStarted(sess)
 	sess.done.Add(1)
-	return true, func() { go sess.finishExec(cmd, stdin) }
+	return true, func() { go sess.finishExec(cmd, p) }
 }
 
-func (sess *session) finishExec(cmd *exec.Cmd, stdin io.WriteCloser) {
+func (sess *session) finishExec(cmd *exec.Cmd, p execPipes) {
 	defer sess.done.Done()
 	go func() {
-		io.Copy(stdin, sess.ch)
-		stdin.Close()
+		io.Copy(p.stdin, sess.ch)
+		p.stdin.Close()
 	}()
+	// Once the channel cannot take output, the read ends close, so the command's
+	// writes fail (EPIPE) as they do under sshd instead of filling the pipe and blocking.
+	var copies sync.WaitGroup
+	for _, c := range []struct {
+		w io.Writer
+		r io.ReadCloser
+	}{{sess.ch, p.stdout}, {sess.ch.Stderr(), p.stderr}} {
+		copies.Go(func() {
+			io.Copy(c.w, c.r)
+			c.r.Close()
+		})
+	}
+	copies.Wait()
 	err := cmd.Wait()
-	sess.srv.open.Add(-1) // before the exit status goes out, so the count never lags
+	sess.srv.execEnded(sess) // before the exit status goes out, so the count never lags
 	sess.mu.Lock()
 	sess.exited = true
 	sess.mu.Unlock()
@@ -190,12 +214,38 @@ func (sess *session) kill(sig syscall.Signal) {
 	}
 }
 
-func (s *Server) execStarted() {
+func (s *Server) execStarted(sess *session) {
+	s.mu.Lock()
+	s.running[sess] = struct{}{}
+	s.mu.Unlock()
 	n := s.open.Add(1)
 	for {
 		peak := s.peak.Load()
 		if n <= peak || s.peak.CompareAndSwap(peak, n) {
 			return
 		}
+	}
+}
+
+func (s *Server) execEnded(sess *session) {
+	s.mu.Lock()
+	delete(s.running, sess)
+	s.mu.Unlock()
+	s.open.Add(-1)
+}
+
+// killRunning kills every command still running, for Close.
+func (s *Server) killRunning() {
+	s.mu.Lock()
+	running := make([]*session, 0, len(s.running))
+	for sess := range s.running {
+		running = append(running, sess)
+	}
+	s.mu.Unlock()
+	for _, sess := range running {
+		sess.kill(syscall.SIGKILL)
+		// A descendant that left the process group may still hold the output pipes.
+		sess.pipes.stdout.Close()
+		sess.pipes.stderr.Close()
 	}
 }
