@@ -99,8 +99,10 @@ func bigFile(b *testing.B, p string, size int64) {
 }
 
 // BenchmarkLargeFile moves one file (1 GiB unless STAGER_BENCH_BYTES says otherwise)
-// over loopback to a real OpenSSH server: the stager's SFTP path (what stage-in and
-// stage-out run, hashing included) against OpenSSH's scp.
+// over loopback with a real OpenSSH server: the stager's SFTP path (what stage-in and
+// stage-out run, SHA-256 included) and OpenSSH's scp, in pairs, one right after the
+// other, so both see the same load on a shared machine. It reports both rates and their
+// ratio (stager / scp, the mean over the pairs).
 func BenchmarkLargeFile(b *testing.B) {
 	size := int64(1 << 30)
 	if v := os.Getenv("STAGER_BENCH_BYTES"); v != "" {
@@ -116,53 +118,57 @@ func BenchmarkLargeFile(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	remoteURL := "sftp://" + srv.addr + filepath.Join(dir, "remote.bin")
-	wd := openLocalDir(filepath.Join(dir, "wd"))
-	defer wd.Close()
-	r, err := resolveRemote(remoteURL, "")
-	if err != nil {
-		b.Fatal(err)
-	}
 	ctx := context.Background()
-	c := s.copier()
-	b.Run("stager-sftp-upload", func(b *testing.B) {
-		b.SetBytes(size)
-		local := openLocalDir(dir)
-		for b.Loop() {
-			ep, name, err := s.remoteEndpoint(ctx, r)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := c.copyItem(ctx, local, "src.bin", ep, name, false); err != nil {
-				b.Fatal(err)
-			}
+	wd := openLocalDir(dir)
+	defer wd.Close()
+	stager := func(b *testing.B, remotePath string, down bool) time.Duration {
+		r, err := resolveRemote("sftp://"+srv.addr+remotePath, "")
+		if err != nil {
+			b.Fatal(err)
 		}
-	})
-	b.Run("stager-sftp-download", func(b *testing.B) {
-		b.SetBytes(size)
-		for b.Loop() {
-			ep, name, err := s.remoteEndpoint(ctx, r)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := c.copyItem(ctx, ep, name, wd, "got.bin", false); err != nil {
-				b.Fatal(err)
-			}
+		start := time.Now()
+		ep, name, err := s.remoteEndpoint(ctx, r)
+		if err == nil && down {
+			_, err = s.copier().copyItem(ctx, ep, name, wd, "got.bin", false)
+		} else if err == nil {
+			_, err = s.copier().copyItem(ctx, wd, "src.bin", ep, name, false)
 		}
-	})
-	scp := func(b *testing.B, from, to string) {
-		b.SetBytes(size)
-		for b.Loop() {
-			args := append(srv.opts(), "-q", "-P", srv.port, from, to)
-			if out, err := exec.Command("scp", args...).CombinedOutput(); err != nil {
-				b.Fatalf("scp: %v\n%s", err, out)
-			}
+		if err != nil {
+			b.Fatal(err)
 		}
+		return time.Since(start)
 	}
-	b.Run("openssh-scp-upload", func(b *testing.B) { scp(b, src, "root@127.0.0.1:"+filepath.Join(dir, "scp.bin")) })
-	b.Run("openssh-scp-download", func(b *testing.B) {
-		scp(b, "root@127.0.0.1:"+filepath.Join(dir, "remote.bin"), filepath.Join(dir, "scp-got.bin"))
-	})
+	scp := func(b *testing.B, from, to string) time.Duration {
+		start := time.Now()
+		args := append(srv.opts(), "-q", "-P", srv.port, from, to)
+		if out, err := exec.Command("scp", args...).CombinedOutput(); err != nil {
+			b.Fatalf("scp: %v\n%s", err, out)
+		}
+		return time.Since(start)
+	}
+	remote := "root@127.0.0.1:"
+	pairs := map[string]func(b *testing.B) (time.Duration, time.Duration){
+		"download": func(b *testing.B) (time.Duration, time.Duration) {
+			return stager(b, src, true), scp(b, remote+src, filepath.Join(dir, "scp-got.bin"))
+		},
+		"upload": func(b *testing.B) (time.Duration, time.Duration) {
+			return stager(b, filepath.Join(dir, "up.bin"), false), scp(b, src, remote+filepath.Join(dir, "scp-up.bin"))
+		},
+	}
+	for _, name := range []string{"download", "upload"} {
+		b.Run(name, func(b *testing.B) {
+			var ours, theirs time.Duration
+			ratio := 0.0
+			for b.Loop() {
+				o, t := pairs[name](b)
+				ours, theirs, ratio = ours+o, theirs+t, ratio+t.Seconds()/o.Seconds()
+			}
+			mb := float64(size*int64(b.N)) / 1e6
+			b.ReportMetric(mb/ours.Seconds(), "stager-MB/s")
+			b.ReportMetric(mb/theirs.Seconds(), "scp-MB/s")
+			b.ReportMetric(ratio/float64(b.N), "stager/scp")
+		})
+	}
 }
 
 // BenchmarkSmallFiles measures files per second: a directory of 1 KiB files over SFTP
