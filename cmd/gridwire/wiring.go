@@ -187,7 +187,7 @@ func (s *system) start(ctx context.Context, g *errgroup.Group, names []string, o
 			})
 		case "stager":
 			g.Go(func() error {
-				return stager.Run(ctx, stager.Config{Workers: 32}, stager.Deps{JS: c.js, Store: c.store, Logger: log, Now: now})
+				return stager.Run(ctx, stager.Config{Workers: 32, Clusters: s.cfg}, stager.Deps{JS: c.js, Store: c.store, Logger: log, Now: now})
 			})
 		case "executor":
 			for _, cl := range clusters {

@@ -1,0 +1,249 @@
+//go:build e2e
+
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/bus"
+	"github.com/gridwire/gridwire/pkg/cluster"
+	"github.com/gridwire/gridwire/pkg/sshx/sshtest"
+	"github.com/gridwire/gridwire/services/executor"
+	"github.com/gridwire/gridwire/services/ingest"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/sync/errgroup"
+)
+
+// The end-to-end suite (run by .ci/e2e, which starts Slurm and exports SLURM_CONF):
+// the whole pipeline against a real OpenSSH sshd and a real single-node Slurm.
+
+// newHarnessWith is newHarness with the operator's config instead of the default one.
+func newHarnessWith(t *testing.T, cfg cluster.Config, services ...string) *harness {
+	t.Helper()
+	h := &harness{t: t, dir: t.TempDir(), services: map[string]*running{}}
+	h.startServer("127.0.0.1:0")
+	cl, err := bus.Open(context.Background(), bus.Config{URL: h.server.ClientURL(), Name: "test-client"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.client = cl
+	h.store = events.NewStore(cl.Conn, cl.JS, "test/harness")
+	if h.submit, err = ingest.New(ingest.Config{}, ingest.Deps{Store: h.store}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.close)
+	if len(services) == 0 {
+		services = allServices
+	}
+	for _, name := range services {
+		h.startWith(name, cfg)
+	}
+	return h
+}
+
+func (h *harness) startWith(name string, cfg cluster.Config) {
+	h.t.Helper()
+	b, err := bus.Open(context.Background(), bus.Config{URL: h.server.ClientURL(), Name: "test-" + name})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	sys := &system{bus: b, cfg: cfg, data: h.dir, log: log, host: "test"}
+	ctx, cancel := context.WithCancel(context.Background())
+	g, gctx := errgroup.WithContext(ctx)
+	if err := sys.start(gctx, g, []string{name}, nil); err != nil {
+		cancel()
+		h.t.Fatal(err)
+	}
+	r := &running{cancel: cancel, done: make(chan error, 1), sys: sys}
+	go func() { r.done <- g.Wait() }()
+	h.mu.Lock()
+	h.services[name] = r
+	h.mu.Unlock()
+}
+
+func (h *harness) request(id string, name events.Name) {
+	h.t.Helper()
+	if _, err := (executor.ControlAPI{Store: h.store}).Request(context.Background(), id, name, events.Note{Reason: "e2e"}); err != nil {
+		h.t.Fatalf("%s: %v", name, err)
+	}
+}
+
+func (h *harness) started(id string) events.StartedData {
+	h.t.Helper()
+	for _, e := range h.history(id) {
+		if e.Name == events.Started {
+			var d events.StartedData
+			if err := e.Payload(&d); err != nil {
+				h.t.Fatal(err)
+			}
+			return d
+		}
+	}
+	h.t.Fatalf("job %s has no started event", id)
+	return events.StartedData{}
+}
+
+func hasStatus(s events.Status) func(events.State) bool {
+	return func(st events.State) bool { return st.Status == s }
+}
+
+// gatedIn is a job that runs until the file "release" appears in its working
+// directory, then exits with the code written there.
+func gatedIn() map[string]any {
+	return map[string]any{"version": 3, "executable": "/bin/sh",
+		"arguments": []string{"-c", `while [ ! -s release ]; do sleep 0.05; done; exit "$(cat release)"`}}
+}
+
+// A real OpenSSH sshd with key-only login: jobs run on the host through the fork
+// profile, the verified host key is in the history, hold/resume/cancel work remotely.
+func TestE2EOpenSSHCluster(t *testing.T) {
+	srv := sshtest.StartOpenSSH(t)
+	cfg := cluster.Config{Clusters: []cluster.Cluster{{Name: "remote", Kind: cluster.KindSSH, Hosts: []string{srv.Addr},
+		User: srv.User, Identity: srv.ClientKeyFile, KnownHosts: srv.KnownHostsFile, Profile: "fork", LRMS: "Fork",
+		WorkRoot: srv.Dir}}}
+	h := newHarnessWith(t, cfg)
+
+	id := h.submitJSON(map[string]any{"version": 3, "executable": "/bin/sh", "arguments": []string{"-c", "id -un"}})
+	st := h.waitEnd(id)
+	if st.Status != events.StatusSucceeded {
+		t.Fatalf("state %s (%s)", st.Status, st.Reason)
+	}
+	out, err := os.ReadFile(filepath.Join(st.Incarnation.WorkDir, events.StdoutFile))
+	if err != nil || strings.TrimSpace(string(out)) != srv.User {
+		t.Errorf("stdout %q (%v); want the job run as %s", out, err, srv.User)
+	}
+	run := h.started(id)
+	if want := ssh.FingerprintSHA256(srv.HostKey(t, "ed25519")); run.HostKey != want || run.Host != srv.Addr {
+		t.Errorf("started on %s with host key %q; want %s with %s", run.Host, run.HostKey, srv.Addr, want)
+	}
+	h.assertCleanHistory(id)
+
+	id = h.submitJSON(gatedIn())
+	st = h.waitFor(id, "RUNNING", isRunning)
+	h.request(id, events.HoldRequested)
+	h.waitFor(id, "HELD", hasStatus(events.StatusHeld))
+	h.request(id, events.ResumeRequested)
+	h.waitFor(id, "RUNNING again", func(s events.State) bool { return s.Status == events.StatusRunning && s.HeldFrom == "" })
+	h.request(id, events.CancelRequested)
+	st = h.waitEnd(id)
+	if st.Status != events.StatusCancelled {
+		t.Fatalf("state %s (%s), want CANCELLED", st.Status, st.Reason)
+	}
+	h.assertCleanHistory(id)
+}
+
+// slurmCluster is the single-node Slurm that .ci/e2e started, reached from this host.
+func slurmCluster(t *testing.T) cluster.Cluster {
+	t.Helper()
+	if os.Getenv("SLURM_CONF") == "" {
+		t.Fatal("SLURM_CONF is not set: run the end-to-end suite with .ci/e2e, which starts Slurm")
+	}
+	root, err := os.MkdirTemp("", "gw-e2e-slurm-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	return cluster.Cluster{Name: "hpc", Kind: cluster.KindFork, Profile: "slurm", LRMS: "Slurm", Queues: []string{"debug"}, WorkRoot: root}
+}
+
+func scontrol(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("scontrol", args...).CombinedOutput(); err != nil {
+		t.Fatalf("scontrol %v: %v %s", args, err, out)
+	}
+}
+
+// squeueLine is what squeue says of a native ID ("" once it left the queue).
+func squeueLine(t *testing.T, id string) string {
+	t.Helper()
+	out, _ := exec.Command("squeue", "-h", "-j", id, "-o", "%T %r").Output()
+	return strings.TrimSpace(string(out))
+}
+
+// Jobs submitted through the slurm profile run to completion, are cancelled, and are
+// held and released, on a real Slurm.
+func TestE2ESlurm(t *testing.T) {
+	h := newHarnessWith(t, cluster.Config{Clusters: []cluster.Cluster{slurmCluster(t)}})
+
+	t.Run("completion", func(t *testing.T) {
+		id := h.submitJSON(map[string]any{"version": 3, "executable": "/bin/sh", "arguments": []string{"-c", "echo from slurm; exit 0"}})
+		st := h.waitEnd(id)
+		if st.Status != events.StatusSucceeded {
+			t.Fatalf("state %s (%s)", st.Status, st.Reason)
+		}
+		if out, _ := os.ReadFile(filepath.Join(st.Incarnation.WorkDir, events.StdoutFile)); string(out) != "from slurm\n" {
+			t.Errorf("stdout %q", out)
+		}
+		if run := h.started(id); run.Running || run.NativeID == "" || run.NativeID != st.NativeID {
+			t.Errorf("started %+v; want a queued Slurm job ID", run)
+		}
+		failed := h.submitJSON(map[string]any{"version": 3, "executable": "/bin/sh", "arguments": []string{"-c", "exit 3"}})
+		if st := h.waitEnd(failed); st.Status != events.StatusFailed || st.ExitCode == nil || *st.ExitCode != 3 {
+			t.Errorf("state %s exit %v; want FAILED with the exit status file's 3", st.Status, st.ExitCode)
+		}
+		h.assertCleanHistory(id)
+	})
+
+	t.Run("cancel", func(t *testing.T) {
+		id := h.submitJSON(gatedIn())
+		st := h.waitFor(id, "RUNNING in Slurm", func(s events.State) bool { return s.Status == events.StatusRunning && s.NativeState == "RUNNING" })
+		h.request(id, events.CancelRequested)
+		if st = h.waitEnd(id); st.Status != events.StatusCancelled {
+			t.Fatalf("state %s (%s)", st.Status, st.Reason)
+		}
+		waitUntil(t, "scancel to take the job out of the queue", func() bool { return squeueLine(t, st.NativeID) == "" })
+		h.assertCleanHistory(id)
+	})
+
+	t.Run("hold and release", func(t *testing.T) {
+		scontrol(t, "update", "PartitionName=debug", "State=DOWN")
+		t.Cleanup(func() { scontrol(t, "update", "PartitionName=debug", "State=UP") })
+		id := h.submitJSON(map[string]any{"version": 3, "executable": "/bin/true"})
+		st := h.waitFor(id, "queued in Slurm", func(s events.State) bool { return s.NativeID != "" })
+		h.request(id, events.HoldRequested)
+		st = h.waitFor(id, "HELD, as Slurm says", func(s events.State) bool { return s.Status == events.StatusHeld && s.NativeState == "HELD" })
+		if line := squeueLine(t, st.NativeID); !strings.Contains(line, "JobHeld") {
+			t.Fatalf("squeue says %q of the held job", line)
+		}
+		scontrol(t, "update", "PartitionName=debug", "State=UP")
+		if line := squeueLine(t, st.NativeID); !strings.HasPrefix(line, "PENDING") {
+			t.Fatalf("a held job left PENDING when its partition came up: %q", line)
+		}
+		h.request(id, events.ResumeRequested)
+		st = h.waitEnd(id)
+		if st.Status != events.StatusSucceeded {
+			t.Fatalf("state %s (%s)", st.Status, st.Reason)
+		}
+		names := map[events.Name]int{}
+		for _, e := range h.history(id) {
+			names[e.Name]++
+		}
+		if names[events.Held] != 1 || names[events.Resumed] != 1 {
+			t.Errorf("history counts %v; want one held and one resumed", names)
+		}
+		h.assertCleanHistory(id)
+	})
+}
+
+// waitUntil polls cond; the bound only keeps a broken test from hanging.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 60s for %s", what)
+		}
+	}
+}
