@@ -104,7 +104,7 @@ func (p *Pool) Client(ctx context.Context, hostport string) (*Client, error) {
 		return nil, err
 	}
 	for {
-		live, call, wait, err := h.next(p, ctx)
+		live, call, wait, err := h.next(ctx, p)
 		switch {
 		case err != nil:
 			return nil, err
@@ -127,7 +127,7 @@ func (p *Pool) Client(ctx context.Context, hostport string) (*Client, error) {
 
 // next returns the live connection, else the dial to wait on (starting one if none is in
 // flight), else how long to wait before a dial may start.
-func (h *host) next(p *Pool, ctx context.Context) (*Client, *dialCall, time.Duration, error) {
+func (h *host) next(ctx context.Context, p *Pool) (*Client, *dialCall, time.Duration, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if c := h.client; c != nil && c.alive() {

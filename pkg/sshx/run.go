@@ -120,7 +120,7 @@ func (c *Client) notStarted(err error) error {
 func (c *Client) session(ctx context.Context) (*ssh.Session, func(), error) {
 	release, err := c.acquire(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("%w on %s: %w", ErrNotStarted, c.host, err)
 	}
 	for attempt := 0; ; attempt++ {
 		sess, err := c.conn.NewSession()
@@ -143,14 +143,14 @@ func (c *Client) session(ctx context.Context) (*ssh.Session, func(), error) {
 // acquire takes one of the connection's session slots.
 func (c *Client) acquire(ctx context.Context) (func(), error) {
 	if err := ctx.Err(); err != nil { // select would pick a free slot half the time
-		return nil, fmt.Errorf("%w on %s: %w", ErrNotStarted, c.host, err)
+		return nil, err
 	}
 	select {
 	case c.sessions <- struct{}{}:
 		return func() { <-c.sessions }, nil
 	case <-c.done:
-		return nil, fmt.Errorf("%w on %s: %w", ErrNotStarted, c.host, c.Err())
+		return nil, c.Err()
 	case <-ctx.Done():
-		return nil, fmt.Errorf("%w on %s: waiting for a session: %w", ErrNotStarted, c.host, ctx.Err())
+		return nil, fmt.Errorf("waiting for a session: %w", ctx.Err())
 	}
 }

@@ -14,6 +14,9 @@ import (
 // holds one of the connection's session slots for as long as it lives. Callers share it
 // and must not Close it. If it fails, the next call starts a new one.
 func (c *Client) SFTP(ctx context.Context) (*sftp.Client, error) {
+	if sc := c.cachedSFTP(); sc != nil {
+		return sc, nil
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("sshx: starting SFTP on %s: %w", c.host, err)
 	}
@@ -23,15 +26,12 @@ func (c *Client) SFTP(ctx context.Context) (*sftp.Client, error) {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("sshx: starting SFTP on %s: %w", c.host, ctx.Err())
 	}
-	c.sftpMu.Lock()
-	sc := c.sftp
-	c.sftpMu.Unlock()
-	if sc != nil {
+	if sc := c.cachedSFTP(); sc != nil { // started while this call waited
 		return sc, nil
 	}
 	release, err := c.acquire(ctx)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("sshx: starting SFTP on %s: %w", c.host, err)
 	}
 	type started struct {
 		sc  *sftp.Client
@@ -63,6 +63,12 @@ func (c *Client) SFTP(ctx context.Context) (*sftp.Client, error) {
 		}()
 		return nil, fmt.Errorf("sshx: starting SFTP on %s: %w", c.host, ctx.Err())
 	}
+}
+
+func (c *Client) cachedSFTP() *sftp.Client {
+	c.sftpMu.Lock()
+	defer c.sftpMu.Unlock()
+	return c.sftp
 }
 
 // adoptSFTP caches sc until it ends, then frees its session slot. It reports false,
