@@ -223,18 +223,10 @@ func BenchmarkOpenSSHRunTrueParallel(b *testing.B) {
 
 func BenchmarkOpenSSHControlMasterTrue(b *testing.B) {
 	s := startSSHD(b)
-	sock := filepath.Join(b.TempDir(), "cm")
-	master := exec.Command("ssh", append(s.SSHArgs(), "-M", "-S", sock, "-N", "127.0.0.1")...)
-	if err := master.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { master.Process.Kill(); master.Wait() })
-	for exec.Command("ssh", append(s.SSHArgs(), "-S", sock, "-O", "check", "127.0.0.1")...).Run() != nil {
-		time.Sleep(20 * time.Millisecond)
-	}
+	args := s.ControlMaster(b)
 	b.ResetTimer()
 	for b.Loop() {
-		if out, err := exec.Command("ssh", append(s.SSHArgs(), "-S", sock, "127.0.0.1", "true")...).CombinedOutput(); err != nil {
+		if out, err := exec.Command("ssh", append(args, "true")...).CombinedOutput(); err != nil {
 			b.Fatalf("ssh true: %v\n%s", err, out)
 		}
 	}

@@ -113,6 +113,32 @@ func (s *OpenSSH) SSHArgs() []string {
 		"-o", "Port=" + port, "-o", "User=" + s.User}
 }
 
+// ControlMaster starts an OpenSSH ControlMaster connection to sshd for the rest of the
+// test and returns the ssh arguments that run a command over it, up to the command:
+// exec.Command("ssh", append(args, "true")...). It is the baseline OpenSSH offers for
+// many commands to one host.
+func (s *OpenSSH) ControlMaster(t testing.TB) []string {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "cm")
+	args := append(s.SSHArgs(), "-S", sock)
+	master := exec.Command("ssh", append(args, "-M", "-N", "127.0.0.1")...)
+	if err := master.Start(); err != nil {
+		t.Fatalf("sshtest: starting ssh -M: %v", err)
+	}
+	t.Cleanup(func() {
+		master.Process.Kill()
+		master.Wait()
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for exec.Command("ssh", append(args, "-O", "check", "127.0.0.1")...).Run() != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("sshtest: the ControlMaster connection did not come up")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return append(args, "127.0.0.1")
+}
+
 func installOpenSSH(t testing.TB) {
 	t.Helper()
 	script, err := repoFile("scripts/install-openssh.sh")
