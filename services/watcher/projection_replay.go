@@ -88,7 +88,7 @@ func foldStream(ctx context.Context, stream jetstream.Stream, first, last uint64
 	shards := make([]*foldShard, opts.Shards)
 	g, gctx := errgroup.WithContext(ctx)
 	for i := range shards {
-		shards[i] = &foldShard{table: NewTable(), in: make(chan []jetstream.Msg, 4), refused: opts.Refused}
+		shards[i] = &foldShard{table: NewTable(), in: make(chan []storedMsg, 4), refused: opts.Refused}
 		g.Go(func() error { return shards[i].run(gctx) })
 	}
 	g.Go(func() error {
@@ -137,11 +137,11 @@ func readStream(ctx context.Context, stream jetstream.Stream, first, last uint64
 	stop := context.AfterFunc(ctx, it.Stop)
 	defer stop()
 	const batch = 512
-	pending := make([][]jetstream.Msg, len(shards))
+	pending := make([][]storedMsg, len(shards))
 	send := func(i int) error {
 		select {
 		case shards[i].in <- pending[i]:
-			pending[i] = make([]jetstream.Msg, 0, batch)
+			pending[i] = make([]storedMsg, 0, batch)
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
@@ -153,14 +153,14 @@ func readStream(ctx context.Context, stream jetstream.Stream, first, last uint64
 		if err != nil {
 			return fmt.Errorf("replay: reading the stream: %w", err)
 		}
+		seq := seqOf(m)
 		i := shardOf(m.Subject(), len(shards))
-		pending[i] = append(pending[i], m)
+		pending[i] = append(pending[i], storedMsg{data: m.Data(), subject: m.Subject(), seq: seq})
 		if len(pending[i]) == batch {
 			if err := send(i); err != nil {
 				return err
 			}
 		}
-		seq := seqOf(m)
 		done++
 		if progress != nil && (done%4096 == 0 || seq >= last) {
 			progress(min(done, total), total)
@@ -200,10 +200,17 @@ func shardOf(subject string, n int) int {
 	return int(h.Sum32() % uint32(n))
 }
 
+// storedMsg is one stream message as the fold needs it.
+type storedMsg struct {
+	data    []byte
+	subject string
+	seq     uint64
+}
+
 // foldShard folds its jobs' events into its own table.
 type foldShard struct {
 	table    *Table
-	in       chan []jetstream.Msg
+	in       chan []storedMsg
 	refused  func(events.Event, error)
 	events   uint64
 	refusedN uint64
@@ -212,7 +219,7 @@ type foldShard struct {
 func (s *foldShard) run(ctx context.Context) error {
 	for msgs := range s.in {
 		for _, m := range msgs {
-			e, err := eventOf(m)
+			e, err := storedEvent(m.data, m.subject, m.seq)
 			if err != nil {
 				s.refusedN++
 				if s.refused != nil {
@@ -241,12 +248,17 @@ func eventOf(m jetstream.Msg) (events.Event, error) {
 	if err != nil {
 		return events.Event{}, err
 	}
-	e, err := decodeStored(m.Data())
+	return storedEvent(m.Data(), m.Subject(), meta.Sequence.Stream)
+}
+
+// storedEvent decodes a stored body with its sequence, subject and route.
+func storedEvent(body []byte, subject string, seq uint64) (events.Event, error) {
+	e, err := decodeStored(body)
 	if err != nil {
-		return events.Event{Seq: meta.Sequence.Stream, Subject: m.Subject()}, err
+		return events.Event{Seq: seq, Subject: subject}, err
 	}
-	e.Seq, e.Subject = meta.Sequence.Stream, m.Subject()
-	if _, _, route, err := events.ParseSubject(e.Subject); err == nil && route != events.NoRoute {
+	e.Seq, e.Subject = seq, subject
+	if _, _, route, err := events.ParseSubject(subject); err == nil && route != events.NoRoute {
 		e.Route = route
 	}
 	return e, nil

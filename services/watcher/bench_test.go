@@ -1,0 +1,124 @@
+package watcher
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gridwire/gridwire/events"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// fillStream stores jobs whole lives (11 events each) with correct chains, publishing
+// one round of events (the k-th event of every job) asynchronously at a time, since
+// each event's prevseq is the sequence its predecessor got.
+func fillStream(tb testing.TB, js jetstream.JetStream, jobs int) (ids []string, total int) {
+	tb.Helper()
+	ctx := context.Background()
+	type chain struct {
+		seq  uint64
+		hash string
+	}
+	lives := make([][]step, jobs)
+	chains := make([]chain, jobs)
+	for i := range lives {
+		id := events.NewID()
+		ids = append(ids, id)
+		lives[i] = life(id, fmt.Sprintf("c%d", i%4), i)
+	}
+	for k := 0; ; k++ {
+		futures := make([]jetstream.PubAckFuture, jobs)
+		hashes := make([]string, jobs)
+		any := false
+		for i, l := range lives {
+			if k >= len(l) {
+				continue
+			}
+			any = true
+			e, err := events.New(ids[i], l[k].name, l[k].route, t0.Add(time.Duration(k)*time.Second), l[k].payload)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			e.Source, e.PrevSeq, e.PrevHash = "bench/fill", chains[i].seq, chains[i].hash
+			body, err := e.Encode()
+			if err != nil {
+				tb.Fatal(err)
+			}
+			msg := &nats.Msg{Subject: events.Subject(e.JobID, e.Name, e.Route), Data: body}
+			if futures[i], err = js.PublishMsgAsync(msg); err != nil {
+				tb.Fatal(err)
+			}
+			hashes[i] = events.HashOf(body)
+			total++
+		}
+		if !any {
+			return ids, total
+		}
+		for i, f := range futures {
+			if f == nil {
+				continue
+			}
+			select {
+			case ack := <-f.Ok():
+				chains[i] = chain{ack.Sequence, hashes[i]}
+			case err := <-f.Err():
+				tb.Fatal(err)
+			case <-ctx.Done():
+			}
+		}
+	}
+}
+
+// BenchmarkRebuild measures a replay of the whole log into a fresh projection bucket:
+// reading the stream, decoding, folding and writing every job's row.
+func BenchmarkRebuild(b *testing.B) {
+	bus, _ := openBus(b)
+	_, total := fillStream(b, bus.JS, 20000)
+	b.ResetTimer()
+	var rate float64
+	cpu0 := cpuTime()
+	for i := 0; i < b.N; i++ {
+		_, res, err := Rebuild(context.Background(), bus.JS, RebuildOptions{Bucket: "bench-rebuilt"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if int(res.Events) != total || res.Refused != 0 {
+			b.Fatalf("folded %d of %d events, %d refused", res.Events, total, res.Refused)
+		}
+		rate += res.Rate()
+	}
+	b.ReportMetric(rate/float64(b.N), "events/s")
+	// The machine is shared: events per CPU-second (this process, the embedded server
+	// included) says what a rebuild costs whatever else runs beside it.
+	b.ReportMetric(float64(total*b.N)/(cpuTime()-cpu0).Seconds(), "events/cpu-s")
+}
+
+// cpuTime is the CPU time this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkFold is the fold alone: decoding and folding stored bodies in memory.
+func BenchmarkFold(b *testing.B) {
+	bodies := sampleBodies(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t := NewTable()
+		for k, body := range bodies {
+			e, err := decodeStored(body)
+			if err != nil {
+				b.Fatal(err)
+			}
+			e.Seq = uint64(k + 1)
+			if _, err := t.Apply(e); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.N*len(bodies))/b.Elapsed().Seconds(), "events/s")
+}
