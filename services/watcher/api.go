@@ -62,6 +62,14 @@ func (a *API) Jobs() *Table {
 // Run mirrors the projection bucket into Jobs and answers external events on
 // ExternalSubject until ctx ends.
 func (a *API) Run(ctx context.Context) error {
+	err := a.mirror(ctx)
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return nil // stopped while starting
+	}
+	return err
+}
+
+func (a *API) mirror(ctx context.Context) error {
 	bucket := a.Bucket
 	if bucket == "" {
 		bucket = JobsBucket

@@ -74,6 +74,9 @@ func parseExternal(body []byte, g httpapi.Grant, now time.Time) (events.Event, e
 		}
 		return e, httpapi.Errorf(http.StatusBadRequest, code, "event: %v", err)
 	}
+	if !e.Name.Known() {
+		return e, httpapi.Errorf(http.StatusBadRequest, "unknown_type", "type: %q is not a gridwire job event type", e.Name.Type())
+	}
 	if !g.MaySource(e.Source) {
 		return e, httpapi.Errorf(http.StatusForbidden, "source_not_allowed",
 			"source: principal %s may not publish events for source %q", g.Principal, e.Source)

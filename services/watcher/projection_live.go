@@ -27,6 +27,14 @@ type projector struct {
 
 // runProjector maintains the projection in bucket until ctx ends.
 func runProjector(ctx context.Context, js jetstream.JetStream, bucket string, every time.Duration, log *slog.Logger) error {
+	err := project(ctx, js, bucket, every, log)
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return nil // stopped while starting
+	}
+	return err
+}
+
+func project(ctx context.Context, js jetstream.JetStream, bucket string, every time.Duration, log *slog.Logger) error {
 	kv, err := projectionBucket(ctx, js, bucket)
 	if err != nil {
 		return err

@@ -1,0 +1,219 @@
+package watcher
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/bus"
+)
+
+// apiServer runs the read API (with its projection mirror) and a projector over a
+// fresh embedded server, behind the given middleware.
+func apiServer(t *testing.T, wrap func(http.Handler) http.Handler) (*bus.Bus, *events.Store, *API, *httptest.Server) {
+	t.Helper()
+	b, st := openBus(t)
+	a := &API{Store: st, JS: b.JS}
+	mux := http.NewServeMux()
+	a.Routes(mux)
+	var h http.Handler = mux
+	if wrap != nil {
+		h = wrap(h)
+	}
+	srv := httptest.NewServer(h)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 2)
+	go func() { done <- runProjector(ctx, b.JS, JobsBucket, 10*time.Millisecond, slog.New(slog.DiscardHandler)) }()
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+		cancel()
+		for range 2 {
+			if err := <-done; err != nil {
+				t.Errorf("stopping: %v", err)
+			}
+		}
+	})
+	return b, st, a, srv
+}
+
+func getJSON(t *testing.T, url string, out any) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if out != nil && resp.StatusCode < 300 {
+		if err := json.Unmarshal(body, out); err != nil {
+			t.Fatalf("%s: %v: %s", url, err, body)
+		}
+	}
+	return resp.StatusCode
+}
+
+// as_of answers the state the job had at each moment of its life.
+func TestJobAsOf(t *testing.T) {
+	_, st, _, srv := apiServer(t, nil)
+	id := events.NewID()
+	play(t, st, id, t0, life(id, "c1", 1)) // one event a second from t0; exit code 1
+	cases := []struct {
+		at   time.Time
+		want events.Status
+		n    int
+	}{
+		{t0, events.StatusSubmitted, 1},
+		{t0.Add(1500 * time.Millisecond), events.StatusIncarnated, 2},
+		{t0.Add(4 * time.Second), events.StatusStagingIn, 5},
+		{t0.Add(6 * time.Second), events.StatusRunning, 7},
+		{t0.Add(8 * time.Second), events.StatusStagingOut, 9},
+		{t0.Add(time.Hour), events.StatusFailed, 11},
+	}
+	for _, c := range cases {
+		var v JobView
+		u := srv.URL + "/v1/jobs/" + id + "?as_of=" + url.QueryEscape(c.at.Format(time.RFC3339Nano))
+		if code := getJSON(t, u, &v); code != 200 || v.Status != c.want || v.Events != c.n {
+			t.Errorf("as_of %s: %d %s with %d events, want %s with %d", c.at, code, v.Status, v.Events, c.want, c.n)
+		}
+	}
+	if code := getJSON(t, srv.URL+"/v1/jobs/"+id+"?as_of="+url.QueryEscape(t0.Add(-time.Second).Format(time.RFC3339)), nil); code != 404 {
+		t.Errorf("before submission: %d, want 404", code)
+	}
+	if code := getJSON(t, srv.URL+"/v1/jobs/"+id+"?as_of=yesterday", nil); code != 400 {
+		t.Errorf("bad as_of: %d, want 400", code)
+	}
+	var now JobView
+	getJSON(t, srv.URL+"/v1/jobs/"+id, &now)
+	if now.Status != events.StatusFailed || now.ExitCode == nil || *now.ExitCode != 1 {
+		t.Errorf("current state %+v", now)
+	}
+}
+
+// GET /v1/jobs serves the projection with filters and paging.
+func TestListFromProjection(t *testing.T) {
+	_, st, a, srv := apiServer(t, nil)
+	var ids []string
+	for n := 0; n < 6; n++ {
+		id := events.NewID()
+		ids = append(ids, id)
+		steps := life(id, []string{"c1", "c2"}[n%2], n)
+		play(t, st, id, t0.Add(time.Duration(n)*time.Minute), steps[:len(steps)-n%2])
+	}
+	eventually(t, "the mirror to hold every job", func() bool { return a.Jobs().Meta().Jobs == 6 && a.Jobs().Meta().Seq >= 6*11-3 })
+	var p Page
+	getJSON(t, srv.URL+"/v1/jobs?cluster=c2&limit=2", &p)
+	if len(p.Jobs) != 2 || p.Jobs[0].ID != ids[1] || p.Jobs[1].ID != ids[3] || p.Next != ids[3] {
+		t.Fatalf("page 1: %+v", p)
+	}
+	next := p.Next
+	p = Page{}
+	getJSON(t, srv.URL+"/v1/jobs?cluster=c2&limit=2&after="+next, &p)
+	if len(p.Jobs) != 1 || p.Jobs[0].ID != ids[5] || p.Next != "" {
+		t.Fatalf("page 2: %+v", p)
+	}
+	getJSON(t, srv.URL+"/v1/jobs?state=staging_out", &p)
+	if len(p.Jobs) != 3 {
+		t.Fatalf("STAGING_OUT: %d jobs, want 3", len(p.Jobs))
+	}
+	getJSON(t, srv.URL+"/v1/jobs?submitter=user0&since="+url.QueryEscape(t0.Add(time.Minute).Format(time.RFC3339)), &p)
+	if len(p.Jobs) != 2 || p.Jobs[0].ID != ids[2] || p.Jobs[1].ID != ids[4] {
+		t.Fatalf("submitter user0 since +1m: %+v", p)
+	}
+	for _, bad := range []string{"state=DONE", "limit=0", "since=x", "order=up"} {
+		if code := getJSON(t, srv.URL+"/v1/jobs?"+bad, nil); code != 400 {
+			t.Errorf("%s: %d, want 400", bad, code)
+		}
+	}
+}
+
+// sseClient reads an SSE stream, remembering the last id, until it has n events or
+// the connection is cut.
+func readSSE(t *testing.T, resp *http.Response, n int) (ids []uint64, names []string) {
+	t.Helper()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "" && len(ids) == n:
+			return ids, names
+		case strings.HasPrefix(line, "id: "):
+			seq, err := strconv.ParseUint(line[4:], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, seq)
+		case strings.HasPrefix(line, "event: "):
+			names = append(names, line[7:])
+		}
+	}
+	return ids, names
+}
+
+// A client that is cut off mid-stream and reconnects with Last-Event-ID receives every
+// event exactly once, in order, including those appended while it was away.
+func TestSSEResumesWithoutGapOrDuplicate(t *testing.T) {
+	_, st, _, srv := apiServer(t, nil)
+	first, second := events.NewID(), events.NewID()
+	play(t, st, first, t0, life(first, "c1", 0)) // 11 events, seq 1..11
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/events?after=0", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := readSSE(t, resp, 7)
+	// The server cuts every connection: a disconnect the client did not choose.
+	srv.CloseClientConnections()
+	resp.Body.Close()
+	play(t, st, second, t0, life(second, "c2", 1)) // appended while disconnected: seq 12..22
+	req, _ = http.NewRequest(http.MethodGet, srv.URL+"/v1/events", nil)
+	req.Header.Set("Last-Event-ID", fmt.Sprint(got[len(got)-1]))
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	more, _ := readSSE(t, resp, 22-len(got))
+	got = append(got, more...)
+	want := make([]uint64, 22)
+	for i := range want {
+		want[i] = uint64(i + 1)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("events across the disconnect (-want +got):\n%s", d)
+	}
+}
+
+// ?job=ID streams one job's events from its start.
+func TestSSEOneJob(t *testing.T) {
+	_, st, _, srv := apiServer(t, nil)
+	a, b := events.NewID(), events.NewID()
+	play(t, st, a, t0, life(a, "c1", 0)[:3])
+	play(t, st, b, t0, life(b, "c1", 0)[:2])
+	resp, err := http.Get(srv.URL + "/v1/events?job=" + b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	ids, names := readSSE(t, resp, 2)
+	if d := cmp.Diff([]uint64{4, 5}, ids); d != "" || names[0] != "submitted" || names[1] != "incarnated" {
+		t.Fatalf("job stream: %v %v", ids, names)
+	}
+	if code := getJSON(t, srv.URL+"/v1/events?after=x", nil); code != 400 {
+		t.Fatalf("bad Last-Event-ID: %d, want 400", code)
+	}
+}
