@@ -12,7 +12,7 @@ import (
 // (so a subjob's attribute overrides its job's). atJob is false inside a subjob.
 func (d *decoder) attribute(el *xmltree.Element, job *events.Job, sc *scope, atJob bool) {
 	path := sc.path + "/" + el.Name
-	at := &scope{defs: sc.defs, path: path, reserved: sc.reserved}
+	at := &scope{defs: sc.defs, path: path, reserved: sc.reserved, counts: sc.counts}
 	switch el.Name {
 	case "executable":
 		job.Executable, _ = d.path(el, at)
@@ -53,6 +53,7 @@ func (d *decoder) attribute(el *xmltree.Element, job *events.Job, sc *scope, atJ
 	case "count":
 		if n, ok := d.integer(el, path); ok {
 			job.Count = int(n)
+			sc.counts.coalloc, sc.counts.haveCo = n, true
 		}
 	case "resource":
 		d.resource(el, job, at)
@@ -78,7 +79,7 @@ func (d *decoder) path(el *xmltree.Element, sc *scope) (string, bool) {
 }
 
 func (sc *scope) sub(name string) *scope {
-	return &scope{defs: sc.defs, path: sc.path + "/" + name, reserved: sc.reserved}
+	return &scope{defs: sc.defs, path: sc.path + "/" + name, reserved: sc.reserved, counts: sc.counts}
 }
 
 func (d *decoder) nonEmptyScalar(el *xmltree.Element, sc *scope, leaf string) (string, bool) {

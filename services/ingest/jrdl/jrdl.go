@@ -76,12 +76,27 @@ type scope struct {
 	defs     map[string]definition
 	path     string
 	reserved map[string]bool // reserved names referenced, for Job.Substitutions
+	counts   *counts         // processor counts said at this level
+}
+
+// counts are the two ways a level states processors: the co-allocation count and the
+// resource count. Both become Job.Count and must agree when both are given.
+type counts struct {
+	coalloc, resource int64
+	haveCo, haveRes   bool
+	line, col         int
+}
+
+func (c *counts) check(d *decoder, path string) {
+	if c.haveCo && c.haveRes && c.coalloc != c.resource {
+		d.list.Addf(c.line, c.col, path+"/resource/count", "is %d, but count is %d; they must agree", c.resource, c.coalloc)
+	}
 }
 
 func (d *decoder) job(el *xmltree.Element, index int) ([]events.Job, bool) {
 	path := "job[" + strconv.Itoa(index) + "]"
 	d.plainAttrs(el, path)
-	sc := &scope{defs: copyDefs(d.defs), path: path, reserved: map[string]bool{}}
+	sc := &scope{defs: copyDefs(d.defs), path: path, reserved: map[string]bool{}, counts: &counts{}}
 	base := events.Job{}
 	var subs []*xmltree.Element
 	for _, c := range el.Children {
@@ -95,6 +110,7 @@ func (d *decoder) job(el *xmltree.Element, index int) ([]events.Job, bool) {
 		}
 	}
 	d.checkTimes(el, &base, path)
+	sc.counts.check(d, path)
 	if len(subs) == 0 {
 		base.Original.Path = path
 		base.Substitutions = reservedUsed(sc.reserved)
@@ -110,7 +126,7 @@ func (d *decoder) job(el *xmltree.Element, index int) ([]events.Job, bool) {
 		if base.Coallocation != nil {
 			job.Coallocation.Contact, job.Coallocation.JobManager = base.Coallocation.Contact, base.Coallocation.JobManager
 		}
-		subScope := &scope{defs: sc.defs, path: spath, reserved: copySet(sc.reserved)}
+		subScope := &scope{defs: sc.defs, path: spath, reserved: copySet(sc.reserved), counts: &counts{}}
 		for _, c := range s.Children {
 			if c.Name == "subjob" || c.Name == "substitutionDef" {
 				d.list.Addf(c.Line, c.Col, spath+"/"+c.Name, "not allowed inside <subjob>")
@@ -119,6 +135,7 @@ func (d *decoder) job(el *xmltree.Element, index int) ([]events.Job, bool) {
 			d.attribute(c, &job, subScope, false)
 		}
 		d.checkTimes(s, &job, spath)
+		subScope.counts.check(d, spath)
 		job.Original.Path = spath
 		job.Substitutions = reservedUsed(subScope.reserved)
 		out = append(out, job)

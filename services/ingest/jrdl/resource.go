@@ -18,6 +18,8 @@ func (d *decoder) resource(el *xmltree.Element, job *events.Job, sc *scope) {
 		case "count":
 			if n, ok := d.integer(c, path); ok {
 				job.Count = int(n)
+				sc.counts.resource, sc.counts.haveRes = n, true
+				sc.counts.line, sc.counts.col = c.Line, c.Col
 			}
 		case "operatingSystem":
 			if name, ok := d.only(c, path, "name"); ok {
