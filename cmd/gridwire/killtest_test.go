@@ -84,24 +84,51 @@ func TestE2EKillExecutors(t *testing.T) {
 		}
 	})
 
-	ids := make([]string, 0, jobs)
+	// Jobs arrive in batches while executors die, so kills land on work in flight.
 	doc := fmt.Sprintf(`{"version": 3, "executable": "/bin/sh", "arguments": ["-c", "echo {taskid} >> %s"]}`, runs)
-	for i := 0; i < jobs; i++ {
-		acc, err := h.submit.Submit(context.Background(), ingest.Submission{File: "kill.json", Data: []byte(doc), Submitter: "killtest"})
-		if err != nil {
-			t.Fatal(err)
+	const batches = minKills
+	ids := make([]string, 0, jobs)
+	submitted := make(chan []string, batches)
+	go func() {
+		defer close(submitted)
+		for b := 0; b < batches; b++ {
+			var batch []string
+			for i := b * jobs / batches; i < (b+1)*jobs/batches; i++ {
+				acc, err := h.submit.Submit(context.Background(), ingest.Submission{File: "kill.json", Data: []byte(doc), Submitter: "killtest"})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				batch = append(batch, acc.Jobs[0])
+			}
+			submitted <- batch
+			time.Sleep(time.Second)
 		}
-		ids = append(ids, acc.Jobs[0])
-	}
+	}()
 
 	kills := 0
 	deadline := time.Now().Add(10 * time.Minute)
-	open := ids
-	for kills < minKills || len(open) > 0 {
+	var open []string
+	for kills < minKills || len(open) > 0 || len(ids) < jobs {
 		if time.Now().After(deadline) {
 			t.Fatalf("after %d kills, not every job ended in 10 minutes", kills)
 		}
 		time.Sleep(time.Duration(1500+rand.IntN(1500)) * time.Millisecond)
+	drain:
+		for {
+			select {
+			case batch, ok := <-submitted:
+				if !ok {
+					if len(ids) < jobs {
+						t.Fatalf("only %d of %d jobs submitted", len(ids), jobs)
+					}
+					break drain
+				}
+				ids, open = append(ids, batch...), append(open, batch...)
+			default:
+				break drain
+			}
+		}
 		open = unended(h, open)
 		if kills >= minKills {
 			continue
@@ -116,6 +143,7 @@ func TestE2EKillExecutors(t *testing.T) {
 	t.Logf("%d jobs ended across %d executor kills", jobs, kills)
 
 	lines := runLines(t, runs)
+	adopted := 0
 	for _, id := range ids {
 		st, err := h.store.State(context.Background(), id)
 		if err != nil {
@@ -128,6 +156,10 @@ func TestE2EKillExecutors(t *testing.T) {
 		for _, e := range h.history(id) {
 			if e.Name == events.Started {
 				started++
+				var d events.StartedData
+				if e.Payload(&d) == nil && d.Adopted {
+					adopted++
+				}
 			}
 			if e.Name.Terminal() {
 				terminal++
@@ -137,6 +169,7 @@ func TestE2EKillExecutors(t *testing.T) {
 			t.Errorf("job %s: %d started events, %d terminal events, ran %d times", id, started, terminal, lines[id])
 		}
 	}
+	t.Logf("%d runs were adopted from a killed executor's start", adopted)
 	if total := sum(lines); total != jobs {
 		t.Errorf("%d runs recorded for %d jobs", total, jobs)
 	}
