@@ -9,7 +9,10 @@ import (
 	"hash"
 	"io"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // ErrTooLarge refuses a transfer over the configured size limit.
@@ -24,37 +27,52 @@ type copied struct {
 
 // copier moves one file or directory between endpoints, hashing as it streams.
 type copier struct {
-	limit int64         // bytes per item; 0 = none
-	idle  time.Duration // an attempt with no progress for this long is cancelled; 0 = never
+	limit    int64         // bytes per item (a directory's in total); 0 = none
+	idle     time.Duration // an attempt with no progress for this long is cancelled; 0 = never
+	parallel int           // files of one directory copied at once; 0 = one
 }
 
 // copyItem copies src:from to dst:to; dir copies every file below from.
 func (c copier) copyItem(ctx context.Context, src endpoint, from string, dst endpoint, to string, dir bool) (copied, error) {
 	if !dir {
-		return c.copyFile(ctx, src, from, dst, to, 0)
+		return c.copyFile(ctx, src, from, dst, to, new(atomic.Int64))
 	}
 	names, err := src.list(ctx, from)
 	if err != nil {
 		return copied{}, fmt.Errorf("listing %s: %w", from, err)
 	}
+	// Small files are round-trip bound: copy several at once.
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(1, c.parallel))
+	sums := make([]string, len(names))
+	var total atomic.Int64
+	for i, n := range names {
+		g.Go(func() error {
+			one, err := c.copyFile(gctx, src, joinName(from, n), dst, joinName(to, n), &total)
+			sums[i] = one.sum
+			if err != nil {
+				return fmt.Errorf("%s: %w", n, err)
+			}
+			return nil
+		})
+	}
+	err = g.Wait()
+	out := copied{bytes: total.Load()}
+	if err != nil {
+		return out, err
+	}
 	// The directory's checksum is over its manifest: "<sha256>  <name>\n" per file, sorted.
 	manifest := sha256.New()
-	var out copied
-	for _, n := range names {
-		one, err := c.copyFile(ctx, src, joinName(from, n), dst, joinName(to, n), out.bytes)
-		out.bytes += one.bytes
-		if err != nil {
-			return out, fmt.Errorf("%s: %w", n, err)
-		}
-		fmt.Fprintf(manifest, "%s  %s\n", one.sum, n)
-		out.files++
+	for i, n := range names {
+		fmt.Fprintf(manifest, "%s  %s\n", sums[i], n)
 	}
-	out.sum = hex.EncodeToString(manifest.Sum(nil))
+	out.sum, out.files = hex.EncodeToString(manifest.Sum(nil)), len(names)
 	return out, nil
 }
 
-// copyFile streams one file; already counts bytes earlier files of a directory used.
-func (c copier) copyFile(ctx context.Context, src endpoint, from string, dst endpoint, to string, already int64) (copied, error) {
+// copyFile streams one file; total counts the bytes of the item (every file of a
+// directory), against the limit.
+func (c copier) copyFile(ctx context.Context, src endpoint, from string, dst endpoint, to string, total *atomic.Int64) (copied, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	r, size, err := src.open(ctx, from)
@@ -62,10 +80,10 @@ func (c copier) copyFile(ctx context.Context, src endpoint, from string, dst end
 		return copied{}, fmt.Errorf("opening %s: %w", from, err)
 	}
 	defer r.Close()
-	if c.limit > 0 && size > 0 && already+size > c.limit {
-		return copied{}, fmt.Errorf("%w: %s is %d bytes, limit %d", ErrTooLarge, from, already+size, c.limit)
+	if c.limit > 0 && size > 0 && total.Load()+size > c.limit {
+		return copied{}, fmt.Errorf("%w: %s is %d bytes, limit %d", ErrTooLarge, from, total.Load()+size, c.limit)
 	}
-	m := &meter{r: r, h: sha256.New(), limit: c.limit - already, unlimited: c.limit <= 0, copier: c}
+	m := &meter{r: r, h: sha256.New(), total: total, limit: c.limit, idleAfter: c.idle}
 	if c.idle > 0 {
 		m.idle = time.AfterFunc(c.idle, func() { cancel(fmt.Errorf("no progress for %s", c.idle)) })
 		defer m.idle.Stop()
@@ -90,35 +108,31 @@ func (c copier) copyFile(ctx context.Context, src endpoint, from string, dst end
 type meter struct {
 	r         io.Reader
 	h         hash.Hash
-	n         int64
-	limit     int64
-	unlimited bool
+	n         int64         // bytes of this file
+	total     *atomic.Int64 // bytes of the whole item
+	limit     int64         // on total; 0 = none
 	err       error
 	idle      *time.Timer
-	copier
+	idleAfter time.Duration
 }
 
 func (m *meter) Read(p []byte) (int, error) {
-	if !m.unlimited && int64(len(p)) > m.limit-m.n+1 {
-		p = p[:m.limit-m.n+1]
+	if m.limit > 0 {
+		if room := m.limit - m.total.Load() + 1; int64(len(p)) > room {
+			p = p[:max(room, 1)]
+		}
 	}
 	k, err := m.r.Read(p)
 	m.h.Write(p[:k])
 	m.n += int64(k)
-	if !m.unlimited && m.n > m.limit {
+	if t := m.total.Add(int64(k)); m.limit > 0 && t > m.limit {
 		m.err = fmt.Errorf("%w: more than %d bytes", ErrTooLarge, m.limit)
 		return k, m.err
 	}
-	if k > 0 {
-		m.progress()
+	if k > 0 && m.idle != nil {
+		m.idle.Reset(m.idleAfter)
 	}
 	return k, err
-}
-
-func (m *meter) progress() {
-	if m.idle != nil {
-		m.idle.Reset(m.copier.idle)
-	}
 }
 
 // joinName puts a file below a directory name, which may be a URL (so no path.Join,

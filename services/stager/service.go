@@ -236,7 +236,7 @@ func newStager(cfg Config, deps Deps) (*stager, error) {
 func (s *stager) Close() error { return s.ssh.Close() }
 
 func (s *stager) copier() copier {
-	return copier{limit: s.cfg.MaxFileBytes, idle: s.cfg.IdleTimeout}
+	return copier{limit: s.cfg.MaxFileBytes, idle: s.cfg.IdleTimeout, parallel: s.cfg.Parallel}
 }
 
 // state reads a job's folded state (a Decide that appends nothing).
