@@ -83,9 +83,9 @@ func cmpString(a, b string) int {
 func auditOne(jobs map[string]*chainState, m jetstream.Msg, seq uint64, rep *AuditReport) {
 	subjJob, subjName, _, perr := events.ParseSubject(m.Subject())
 	e, derr := events.Decode(m.Data())
-	job := e.JobID
-	if derr != nil || job == "" {
-		job = subjJob
+	job := subjJob // the history it is stored in is the one it bends
+	if perr != nil {
+		job = e.JobID
 	}
 	c := jobs[job]
 	if c == nil {
