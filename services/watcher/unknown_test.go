@@ -1,0 +1,105 @@
+package watcher
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/cluster"
+)
+
+// flakyProber is a target that cannot be asked while down, then answers with the given
+// observation for every job.
+type flakyProber struct {
+	down  atomic.Bool
+	calls atomic.Int64
+	obs   atomic.Value // Observation
+}
+
+func (p *flakyProber) Probe(_ context.Context, jobs []Watched) (map[string]Observation, error) {
+	p.calls.Add(1)
+	if p.down.Load() {
+		return nil, errors.New("ssh: connect to host hpc1: connection refused")
+	}
+	o, _ := p.obs.Load().(Observation)
+	out := map[string]Observation{}
+	for _, w := range jobs {
+		out[w.JobID] = o
+	}
+	return out, nil
+}
+
+func names(t *testing.T, st *events.Store, id string) []events.Name {
+	t.Helper()
+	h, err := st.Load(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []events.Name
+	for _, e := range h.Events {
+		out = append(out, e.Name)
+	}
+	return out
+}
+
+func count(ns []events.Name, n events.Name) int {
+	c := 0
+	for _, x := range ns {
+		if x == n {
+			c++
+		}
+	}
+	return c
+}
+
+// A target that fails to answer for a while gets one status_unknown per job, however
+// many polls fail, never an invented end; when it answers again, one status_known, and
+// the real end is recorded from what it then says.
+func TestFailingProberRecordsUnknownThenKnown(t *testing.T) {
+	b, st := openBus(t)
+	p := &flakyProber{}
+	p.down.Store(true)
+	p.obs.Store(Observation{State: events.StatusRunning, NativeState: "R"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	cfg := Config{Clusters: []cluster.Cluster{{Name: "hpc1", Kind: cluster.KindSSH}},
+		PollMin: 5 * time.Millisecond, PollMax: 20 * time.Millisecond, Projection: "-"}
+	go func() {
+		done <- Run(ctx, cfg, Deps{JS: b.JS, Conn: b.Conn, Store: st, Logger: slog.New(slog.DiscardHandler),
+			Probers: map[string]Prober{"hpc1": p}})
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("watcher: %v", err)
+		}
+	}()
+	id := events.NewID()
+	play(t, st, id, t0, life(id, "hpc1", 0)[:7]) // started on hpc1
+	eventually(t, "status_unknown", func() bool { return count(names(t, st, id), events.StatusUnknown) == 1 })
+	polls := p.calls.Load()
+	eventually(t, "ten more failed polls", func() bool { return p.calls.Load() >= polls+10 })
+	ns := names(t, st, id)
+	if count(ns, events.StatusUnknown) != 1 || count(ns, events.Exited) != 0 || count(ns, events.Failed) != 0 {
+		t.Fatalf("while the target is down: %v, want one status_unknown and no end", ns)
+	}
+	stt, _ := st.State(context.Background(), id)
+	if stt.Status != events.StatusRunning || !stt.StatusUnknown {
+		t.Fatalf("state while down: %s unknown=%v, want RUNNING with status unknown", stt.Status, stt.StatusUnknown)
+	}
+	p.down.Store(false)
+	eventually(t, "status_known", func() bool { return count(names(t, st, id), events.StatusKnown) == 1 })
+	p.obs.Store(Observation{Exited: true, ExitCode: 7, NativeState: "COMPLETED"})
+	eventually(t, "the exit", func() bool { return count(names(t, st, id), events.Exited) == 1 })
+	stt, _ = st.State(context.Background(), id)
+	if stt.StatusUnknown || stt.ExitCode == nil || *stt.ExitCode != 7 || stt.NativeState != "COMPLETED" {
+		t.Fatalf("after the outage: %+v", stt)
+	}
+	if ns := names(t, st, id); count(ns, events.StatusUnknown) != 1 || count(ns, events.StatusKnown) != 1 {
+		t.Fatalf("history %v, want one status_unknown and one status_known", ns)
+	}
+}
