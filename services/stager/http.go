@@ -2,11 +2,14 @@ package stager
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"time"
 )
 
@@ -17,15 +20,36 @@ type httpEndpoint struct {
 	policy hostPolicy
 }
 
+// rootCAs is the system's trusted roots plus the PEM certificates in file (if any);
+// nil (the system's) when there is no file.
+func rootCAs(file string) (*x509.CertPool, error) {
+	if file == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("stager: http.ca_file: %w", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("stager: http.ca_file: %s holds no PEM certificate", file)
+	}
+	return pool, nil
+}
+
 // ErrHTTPStatus is a response status that is not success.
 var ErrHTTPStatus = errors.New("stager: http status")
 
 // maxRedirects bounds redirect chains.
 const maxRedirects = 10
 
-func newHTTPEndpoint(p hostPolicy, timeout time.Duration) *httpEndpoint {
+func newHTTPEndpoint(p hostPolicy, timeout time.Duration, roots *x509.CertPool) *httpEndpoint {
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	tr := &http.Transport{
+		TLSClientConfig:       &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
 		Proxy:                 nil, // a proxy would dial on our behalf, past the policy
 		DialContext:           p.dialer(dialer),
 		ForceAttemptHTTP2:     true,

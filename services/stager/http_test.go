@@ -3,6 +3,7 @@ package stager
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/pem"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -209,5 +210,26 @@ func TestStageOutFailureIsReportedNotHidden(t *testing.T) {
 	}
 	if len(st.Transfers) != 2 {
 		t.Errorf("want 2 attempts, got %+v", st.Transfers)
+	}
+}
+
+func TestHTTPSWithTheSitesCA(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "secure") }))
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	writeFile(t, ca, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})))
+	e := newEnv(t)
+	cfg := testConfig()
+	cfg.HTTP.CAFile = ca
+	e.start(cfg)
+	id := e.incarnate(events.Job{StageIn: []events.FileCopy{{From: srv.URL + "/x", To: "x"}}}, "local", "")
+	st := e.waitStatus(id, events.StatusQueued)
+	if got := readFile(t, filepath.Join(st.Incarnation.WorkDir, "x")); got != "secure" {
+		t.Errorf("got %q", got)
+	}
+	// Without the CA the same server is not trusted.
+	p, _ := HTTPPolicy{}.compile()
+	if _, _, err := newHTTPEndpoint(p, 0, nil).open(t.Context(), srv.URL+"/x"); err == nil {
+		t.Error("an unknown CA was trusted")
 	}
 }

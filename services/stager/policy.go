@@ -22,6 +22,9 @@ type HTTPPolicy struct {
 	// KeepMetadata turns the default deny list off (for a site whose storage really is
 	// link-local). Almost never right.
 	KeepMetadata bool `yaml:"allow_metadata,omitempty"`
+	// CAFile holds PEM certificates trusted for https besides the system's (a site's
+	// own storage CA).
+	CAFile string `yaml:"ca_file,omitempty"`
 }
 
 // DefaultDeny is what HTTPPolicy denies unless KeepMetadata is set: link-local

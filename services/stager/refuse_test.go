@@ -114,7 +114,7 @@ func TestHTTPPolicyRefusesMetadataAndDeniedAddresses(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			h := newHTTPEndpoint(p, 0)
+			h := newHTTPEndpoint(p, 0, nil)
 			r, _, err := h.open(t.Context(), tc.url)
 			if err == nil {
 				r.Close()
@@ -154,7 +154,7 @@ func TestSizeLimit(t *testing.T) {
 	wd := openLocalDir(t.TempDir())
 	defer wd.Close()
 	for _, path := range []string{"/sized", "/chunked"} {
-		_, err := c.copyItem(t.Context(), newHTTPEndpoint(p, 0), srv.URL+path, wd, "f", false)
+		_, err := c.copyItem(t.Context(), newHTTPEndpoint(p, 0, nil), srv.URL+path, wd, "f", false)
 		if !errors.Is(err, ErrTooLarge) || !isPermanent(err) {
 			t.Errorf("%s: want a permanent size refusal, got %v", path, err)
 		}

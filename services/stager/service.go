@@ -228,7 +228,11 @@ func newStager(cfg Config, deps Deps) (*stager, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &stager{cfg: cfg, deps: deps, http: newHTTPEndpoint(policy, cfg.IdleTimeout),
+	roots, err := rootCAs(cfg.HTTP.CAFile)
+	if err != nil {
+		return nil, err
+	}
+	return &stager{cfg: cfg, deps: deps, http: newHTTPEndpoint(policy, cfg.IdleTimeout, roots),
 		ssh: newSSHPools(deps.Logger)}, nil
 }
 
