@@ -138,3 +138,21 @@ func TestAllowsFork(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParsePeriod: any accepted period prints as text that reads back as the same period.
+func FuzzParsePeriod(f *testing.F) {
+	for _, s := range []string{"PT10H3M", "P1Y2M3DT4H5M6.5S", "-P2D", "PT0.000000001S", "P", "PT"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := ParsePeriod(s)
+		if err != nil {
+			return
+		}
+		q, err := ParsePeriod(p.String())
+		if err != nil || q != p {
+			t.Fatalf("%q -> %q -> %+v, %v", s, p.String(), q, err)
+		}
+		p.Fixed()
+	})
+}
