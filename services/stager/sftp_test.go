@@ -138,3 +138,21 @@ func TestSSHWorkDirRefusesSymlinkEscape(t *testing.T) {
 		t.Errorf("written through the symlink: %v", entries)
 	}
 }
+
+// sftp:// follows the same known_hosts rules as the executor: a host whose key the file
+// does not list is refused, once, naming the presented key.
+func TestSFTPRefusesAnUnknownHostKey(t *testing.T) {
+	srv := sshtest.NewServer(t)
+	other := sshtest.NewServer(t)
+	e := newEnv(t)
+	cfg := sftpConfig(srv)
+	cfg.SSH.KnownHosts = other.KnownHostsFile // lists the other server only
+	e.start(cfg)
+	writeFile(t, filepath.Join(srv.Home, "f"), "f")
+	id := e.incarnate(events.Job{MaxTransferAttempts: 3, StageIn: []events.FileCopy{
+		{From: "sftp://" + srv.Addr + filepath.Join(srv.Home, "f"), To: "f"}}}, "local", "")
+	st := e.waitStatus(id, events.StatusFailed)
+	if len(st.Transfers) != 1 || !st.Transfers[0].Permanent || !strings.Contains(st.Reason, srv.HostKeyFingerprint) {
+		t.Errorf("reason %q, transfers %+v", st.Reason, st.Transfers)
+	}
+}
