@@ -39,8 +39,15 @@ type API struct {
 	// Now is the clock for external events (default time.Now).
 	Now func() time.Time
 
-	once  sync.Once
-	table *Table
+	once    sync.Once
+	table   *Table
+	metrics metricsOnce
+}
+
+// Metrics are the metrics of this API's job table and of the watcher that shares it.
+func (a *API) Metrics() *Metrics {
+	a.metrics.once.Do(func() { a.metrics.m = NewMetrics(a.Jobs(), a.JS) })
+	return a.metrics.m
 }
 
 // Routes registers the read routes, POST /v1/events and the web page on mux.

@@ -35,7 +35,9 @@ func apiServer(t *testing.T, wrap func(http.Handler) http.Handler) (*bus.Bus, *e
 	srv := httptest.NewServer(h)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 2)
-	go func() { done <- runProjector(ctx, b.JS, JobsBucket, 10*time.Millisecond, slog.New(slog.DiscardHandler)) }()
+	go func() {
+		done <- runProjector(ctx, b.JS, JobsBucket, 10*time.Millisecond, slog.New(slog.DiscardHandler), nil)
+	}()
 	go func() { done <- a.Run(ctx) }()
 	t.Cleanup(func() {
 		srv.CloseClientConnections()

@@ -23,23 +23,25 @@ type projector struct {
 	every  time.Duration
 	dirty  map[string]bool
 	folded uint64 // stream sequence of the last event folded
+	// metrics, when set, observe each new event's append latency.
+	metrics *Metrics
 }
 
 // runProjector maintains the projection in bucket until ctx ends.
-func runProjector(ctx context.Context, js jetstream.JetStream, bucket string, every time.Duration, log *slog.Logger) error {
-	err := project(ctx, js, bucket, every, log)
+func runProjector(ctx context.Context, js jetstream.JetStream, bucket string, every time.Duration, log *slog.Logger, m *Metrics) error {
+	err := project(ctx, js, bucket, every, log, m)
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		return nil // stopped while starting
 	}
 	return err
 }
 
-func project(ctx context.Context, js jetstream.JetStream, bucket string, every time.Duration, log *slog.Logger) error {
+func project(ctx context.Context, js jetstream.JetStream, bucket string, every time.Duration, log *slog.Logger, m *Metrics) error {
 	kv, err := projectionBucket(ctx, js, bucket)
 	if err != nil {
 		return err
 	}
-	p := &projector{js: js, kv: kv, log: log.With("projection", bucket), every: every, dirty: map[string]bool{}}
+	p := &projector{js: js, kv: kv, log: log.With("projection", bucket), every: every, dirty: map[string]bool{}, metrics: m}
 	if p.table, p.folded, err = loadProjection(ctx, kv); err != nil {
 		return err
 	}
@@ -157,8 +159,14 @@ func (p *projector) loop(ctx context.Context, msgs <-chan jetstream.Msg) error {
 }
 
 func (p *projector) fold(m jetstream.Msg) {
-	e, err := eventOf(m)
+	meta, err := m.Metadata()
+	if err != nil {
+		p.log.Warn("stream message without metadata", "err", err)
+		return
+	}
+	e, err := storedEvent(m.Data(), m.Subject(), meta.Sequence.Stream)
 	if err == nil {
+		p.metrics.observeAppend(e, meta.Timestamp)
 		var changed bool
 		if changed, err = p.table.Apply(e); changed {
 			p.dirty[e.JobID] = true

@@ -46,7 +46,9 @@ func TestProjectionRebuiltEqualsLive(t *testing.T) {
 	b, st := openBus(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- runProjector(ctx, b.JS, JobsBucket, 20*time.Millisecond, slog.New(slog.DiscardHandler)) }()
+	go func() {
+		done <- runProjector(ctx, b.JS, JobsBucket, 20*time.Millisecond, slog.New(slog.DiscardHandler), nil)
+	}()
 	var ids []string
 	for n := 0; n < 30; n++ {
 		id := events.NewID()
@@ -109,7 +111,9 @@ func TestProjectorResumesFromItsStamp(t *testing.T) {
 	run := func() (context.CancelFunc, chan error) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		go func() { done <- runProjector(ctx, b.JS, JobsBucket, 10*time.Millisecond, slog.New(slog.DiscardHandler)) }()
+		go func() {
+			done <- runProjector(ctx, b.JS, JobsBucket, 10*time.Millisecond, slog.New(slog.DiscardHandler), nil)
+		}()
 		return cancel, done
 	}
 	id := events.NewID()

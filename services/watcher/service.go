@@ -78,6 +78,9 @@ type Deps struct {
 	// Probers observe jobs on a cluster, by cluster name; a fork cluster with none gets
 	// a ForkProber.
 	Probers map[string]Prober
+	// API, when this process serves the read side, receives the watcher's metrics
+	// (polls per cluster, append latency).
+	API *API
 }
 
 // Run follows the configured clusters and decides terminal states until ctx ends.
@@ -99,7 +102,9 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return runEnder(gctx, deps) })
 	if cfg.Projection != "-" {
-		g.Go(func() error { return runProjector(gctx, deps.JS, cfg.Projection, cfg.FlushEvery, deps.Logger) })
+		g.Go(func() error {
+			return runProjector(gctx, deps.JS, cfg.Projection, cfg.FlushEvery, deps.Logger, deps.metrics())
+		})
 	}
 	for _, cl := range cfg.Clusters {
 		p := deps.Probers[cl.Name]
@@ -109,10 +114,17 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 			}
 			p = ForkProber{}
 		}
-		f := newFollower(cfg, deps, cl.Name, kv, p)
+		f := newFollower(cfg, deps, cl.Name, kv, deps.metrics().countPolls(cl.Name, p))
 		g.Go(func() error { return f.run(gctx) })
 	}
 	return g.Wait()
+}
+
+func (d Deps) metrics() *Metrics {
+	if d.API == nil {
+		return nil
+	}
+	return d.API.Metrics()
 }
 
 // runEnder appends the terminal event of every job whose stage-out is recorded.
