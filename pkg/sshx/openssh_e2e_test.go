@@ -336,3 +336,97 @@ func BenchmarkOpenSSHRawXCryptoTrue(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cmds/s")
 }
+
+// sideBySide times several contenders once per iteration, interleaved, so that a
+// machine whose load drifts (shared CI runners) treats them alike; each reports
+// work/s over its own accumulated time.
+type sideBySide struct {
+	names   []string
+	elapsed map[string]time.Duration
+	work    map[string]float64
+}
+
+func newSideBySide(names ...string) *sideBySide {
+	return &sideBySide{names: names, elapsed: map[string]time.Duration{}, work: map[string]float64{}}
+}
+
+func (s *sideBySide) time(b *testing.B, name string, work float64, f func() error) {
+	start := time.Now()
+	if err := f(); err != nil {
+		b.Fatalf("%s: %v", name, err)
+	}
+	s.elapsed[name] += time.Since(start)
+	s.work[name] += work
+}
+
+func (s *sideBySide) report(b *testing.B, unit string) {
+	for _, name := range s.names {
+		b.ReportMetric(s.work[name]/s.elapsed[name].Seconds(), name+"-"+unit)
+	}
+}
+
+// BenchmarkOpenSSHCommandsSideBySide: `true` through sshx one at a time, through sshx 8
+// at once, and through OpenSSH's ControlMaster, interleaved.
+func BenchmarkOpenSSHCommandsSideBySide(b *testing.B) {
+	s := startSSHD(b)
+	c := client(b, s.pool(b), s.Addr)
+	cm := s.ControlMaster(b)
+	ctx := context.Background()
+	runTrue := func() error {
+		if res, err := c.Run(ctx, "true", nil); err != nil || res.ExitCode != 0 {
+			return fmt.Errorf("exit %d, %v", res.ExitCode, err)
+		}
+		return nil
+	}
+	sb := newSideBySide("sshx", "sshx8", "controlmaster")
+	for b.Loop() {
+		sb.time(b, "sshx", 1, runTrue)
+		sb.time(b, "sshx8", 8, func() error {
+			errs := make(chan error, 8)
+			for range 8 {
+				go func() { errs <- runTrue() }()
+			}
+			var err error
+			for range 8 {
+				err = errors.Join(err, <-errs)
+			}
+			return err
+		})
+		sb.time(b, "controlmaster", 1, func() error {
+			out, err := exec.Command("ssh", append(cm, "true")...).CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("%v: %s", err, out)
+			}
+			return nil
+		})
+	}
+	sb.report(b, "cmds/s")
+}
+
+// BenchmarkOpenSSHFilesSideBySide: a 64 MiB file up and down through sshx and through
+// scp, interleaved.
+func BenchmarkOpenSSHFilesSideBySide(b *testing.B) {
+	s := startSSHD(b)
+	c := client(b, s.pool(b), s.Addr)
+	local, back := localFile(b), filepath.Join(b.TempDir(), "back.bin")
+	remote := filepath.Join(s.Dir, "file.bin")
+	ctx := context.Background()
+	scp := func(from, to string) func() error {
+		return func() error {
+			out, err := exec.Command("scp", append(s.SSHArgs(), "-q", from, to)...).CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("%v: %s", err, out)
+			}
+			return nil
+		}
+	}
+	const mb = float64(e2eFileSize) / 1e6
+	sb := newSideBySide("sshx-up", "scp-up", "sshx-down", "scp-down")
+	for b.Loop() {
+		sb.time(b, "sshx-up", mb, func() error { _, err := c.UploadFile(ctx, local, remote); return err })
+		sb.time(b, "scp-up", mb, scp(local, "127.0.0.1:"+remote))
+		sb.time(b, "sshx-down", mb, func() error { _, err := c.DownloadFile(ctx, remote, back); return err })
+		sb.time(b, "scp-down", mb, scp("127.0.0.1:"+remote, back))
+	}
+	sb.report(b, "MB/s")
+}
