@@ -1,0 +1,109 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/cluster"
+	"github.com/gridwire/gridwire/pkg/sshx/sshtest"
+)
+
+// BenchmarkExecutorsScale measures how start throughput grows with executor processes
+// sharing one cluster's durable consumer (each here a Run with its own connection and
+// 4 workers), when every START takes 200 ms (a slow submission). Reported: jobs/s.
+func BenchmarkExecutorsScale(b *testing.B) {
+	for _, n := range []int{1, 2, 3} {
+		b.Run(fmt.Sprintf("executors=%d", n), func(b *testing.B) {
+			const jobs = 96
+			for i := 0; i < b.N; i++ {
+				elapsed := scaleRun(b, n, jobs)
+				b.ReportMetric(float64(jobs)/elapsed.Seconds(), "jobs/s")
+			}
+		})
+	}
+}
+
+func scaleRun(b *testing.B, executors, jobs int) time.Duration {
+	b.StopTimer()
+	e := newEnv(b)
+	cl := cluster.Cluster{Name: "slow", Kind: cluster.KindFork, Profile: "slurm", LRMS: "Slurm"}
+	root := b.TempDir()
+	ids := make([]string, jobs)
+	for j := range ids {
+		wd := filepath.Join(root, events.NewID())
+		inc := forkIncarnation("slow", wd, "true")
+		inc.Scripts[events.ScriptStart] = events.Script{Body: "sleep 0.2\n" + forkStart}
+		ids[j] = e.queue(inc)
+	}
+	b.StartTimer()
+	start := time.Now()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for x := 0; x < executors; x++ {
+		nc, err := e.bus.Connect(fmt.Sprintf("exec-%d", x))
+		if err != nil {
+			b.Fatal(err)
+		}
+		store := events.NewStore(nc, e.bus.JS, "bench")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer nc.Close()
+			tg := &ScriptTarget{Cluster: "slow", Shells: []Shell{LocalShell{}}}
+			Run(ctx, Config{Cluster: cl, ID: fmt.Sprint(x), Workers: 4}, Deps{JS: e.bus.JS, Store: store, Target: tg,
+				Logger: slog.New(slog.DiscardHandler)})
+		}()
+	}
+	for _, id := range ids {
+		e.waitFor(id, "started", func(s events.State) bool { return s.NativeID != "" })
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	cancel()
+	wg.Wait()
+	return elapsed
+}
+
+// BenchmarkSSHStart measures starts through the fork profile's START over one pooled
+// connection to an in-process SSH server, 8 at a time (the executor's workers).
+func BenchmarkSSHStart(b *testing.B) {
+	srv := sshtest.NewServer(b)
+	user := os.Getenv("USER")
+	if user == "" {
+		user = "gridwire"
+	}
+	cl := cluster.Cluster{Name: "remote", Kind: cluster.KindSSH, Hosts: []string{srv.Addr}, User: user,
+		Identity: srv.ClientKeyFile, KnownHosts: srv.KnownHostsFile, Profile: "fork", LRMS: "Fork"}
+	tg, closeFn, err := NewTarget(cl, nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer closeFn()
+	root := b.TempDir()
+	b.ResetTimer()
+	start := time.Now()
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i := 0; i < b.N; i++ {
+		wd := filepath.Join(root, events.NewID())
+		st := events.State{JobID: filepath.Base(wd), Incarnation: ptr(forkIncarnation("remote", wd, "true"))}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if _, err := tg.Start(context.Background(), st); err != nil {
+				b.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "starts/s")
+}
