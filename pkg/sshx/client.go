@@ -80,12 +80,11 @@ func (c *Client) alive() bool {
 // lostErr returns an error wrapping ErrConnectionLost (and cause) if the connection is
 // gone, else nil. A failure seen by a session can come before the connection's watcher
 // has noticed the loss, so when the connection still looks alive the peer is asked: the
-// request fails once the connection is really gone.
+// request fails once the connection is really gone, and a peer that does not answer
+// within DialTimeout is given up on.
 func (c *Client) lostErr(cause error) error {
-	if c.alive() {
-		if _, _, err := c.conn.SendRequest("keepalive@openssh.com", true, nil); err == nil {
-			return nil
-		}
+	if c.alive() && c.answers(c.pool.cfg.DialTimeout) {
+		return nil
 	}
 	reason := c.Err()
 	switch {
@@ -95,6 +94,22 @@ func (c *Client) lostErr(cause error) error {
 		return reason
 	}
 	return fmt.Errorf("%w to %s: %v", ErrConnectionLost, c.host, reason)
+}
+
+// answers reports whether the peer answers a keep-alive within timeout; if it does not,
+// the connection is closed as unresponsive.
+func (c *Client) answers(timeout time.Duration) bool {
+	answered := make(chan error, 1)
+	go c.sendKeepAlive(answered)
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case err := <-answered:
+		return err == nil
+	case <-t.C:
+		c.close(fmt.Errorf("no answer to a keep-alive within %v", timeout))
+		return false
+	}
 }
 
 // close ends the connection, recording why (the first reason wins).
