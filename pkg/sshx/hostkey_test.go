@@ -42,6 +42,7 @@ func TestUnknownHostKeyRefused(t *testing.T) {
 	pool := newPool(t, srv, func(c *sshx.Config) { c.KnownHostsFile = kh })
 
 	_, err := pool.Client(testCtx(t), srv.Addr)
+	t.Logf("refusal: %v", err)
 	hk := hostKeyError(t, err, sshx.ErrUnknownHostKey)
 	if hk.Fingerprint != srv.HostKeyFingerprint || hk.Host != srv.Addr {
 		t.Errorf("HostKeyError names %s %s, want %s %s", hk.Host, hk.Fingerprint, srv.Addr, srv.HostKeyFingerprint)
@@ -66,6 +67,7 @@ func TestChangedHostKeyRefused(t *testing.T) {
 	srv.DropConnections()
 	waitDone(t, c)
 	_, err := pool.Client(testCtx(t), srv.Addr)
+	t.Logf("refusal: %v", err)
 	hk := hostKeyError(t, err, sshx.ErrHostKeyChanged)
 	if hk.Fingerprint != newFP {
 		t.Errorf("HostKeyError.Fingerprint = %s, want the new key %s", hk.Fingerprint, newFP)
