@@ -19,6 +19,10 @@ import (
 // refused before anything is expanded.
 const MaxInstances = 200_000
 
+// MaxExpandedBytes bounds the text ${var} replacement may produce in one topology, so a
+// large variable used many times cannot exhaust memory.
+const MaxExpandedBytes = 64 << 20
+
 // SessionPlaceholder is the value of DDS_SESSION_ID: the session is the topology's
 // submission, so the target fills in the parent record's ID (Job.Substitutions names
 // "session").
@@ -59,10 +63,17 @@ type task struct {
 	words []string
 }
 
+// entry is one task entry of a collection, n times (the xsd's <name n="...">).
+type entry struct {
+	task string
+	n    int
+}
+
 type collection struct {
 	name         string
 	requirements []events.DDSRequirement
-	tasks        []string // one entry per instance in the collection (counted entries repeated)
+	entries      []entry // task entries in order, each counted
+	size         int     // task instances in one collection instance
 	line, col    int
 }
 
@@ -196,7 +207,7 @@ func (t *topology) count() int64 {
 			case "task":
 				per++
 			case "collection":
-				per += int64(len(t.collections[m.name].tasks))
+				per += int64(t.collections[m.name].size)
 			case "group":
 				per += visit(m.group)
 			}

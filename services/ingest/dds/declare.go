@@ -25,8 +25,9 @@ func (d *decoder) topology(root *xmltree.Element) *topology {
 			d.variable(c, t)
 		}
 	}
-	if len(t.vars) > 0 {
-		expandVars(root, t.vars)
+	if len(t.vars) > 0 && !expandVars(root, t.vars) {
+		d.list.Addf(root.Line, root.Col, "topology/var", "variables expand the topology past %d bytes", MaxExpandedBytes)
+		return t
 	}
 	var mains []*xmltree.Element
 	for _, c := range root.Children {
@@ -95,28 +96,38 @@ func (d *decoder) variable(el *xmltree.Element, t *topology) {
 
 // expandVars replaces ${name} of declared variables in every attribute value and text
 // below root, except the var declarations themselves. Unknown ${...} stay as written
-// (they may be meant for the shell).
-func expandVars(root *xmltree.Element, vars map[string]string) {
-	var walk func(el *xmltree.Element)
-	walk = func(el *xmltree.Element) {
+// (they may be meant for the shell). It reports false, having stopped, when the
+// replacements would produce more than MaxExpandedBytes.
+func expandVars(root *xmltree.Element, vars map[string]string) bool {
+	budget := MaxExpandedBytes
+	var walk func(el *xmltree.Element) bool
+	walk = func(el *xmltree.Element) bool {
 		if el.Name == "var" {
-			return
+			return true
 		}
 		for i := range el.Attrs {
-			el.Attrs[i].Value = replaceVars(el.Attrs[i].Value, vars)
+			el.Attrs[i].Value = replaceVars(el.Attrs[i].Value, vars, &budget)
 		}
-		el.Text = replaceVars(el.Text, vars)
+		el.Text = replaceVars(el.Text, vars, &budget)
 		for _, c := range el.Children {
-			walk(c)
+			if budget < 0 || !walk(c) {
+				return false
+			}
 		}
+		return budget >= 0
 	}
 	for _, c := range root.Children {
-		walk(c)
+		if !walk(c) {
+			return false
+		}
 	}
+	return true
 }
 
-func replaceVars(s string, vars map[string]string) string {
-	if !strings.Contains(s, "${") {
+// replaceVars replaces known ${name}s in s, charging what it writes to budget; once the
+// budget is spent it stops and returns s unchanged.
+func replaceVars(s string, vars map[string]string, budget *int) string {
+	if !strings.Contains(s, "${") || *budget < 0 {
 		return s
 	}
 	var b strings.Builder
@@ -131,6 +142,9 @@ func replaceVars(s string, vars map[string]string) string {
 		}
 		name := s[i+2 : i+j]
 		if v, ok := vars[name]; ok {
+			if *budget -= len(v); *budget < 0 {
+				return s
+			}
 			b.WriteString(s[:i])
 			b.WriteString(v)
 		} else {

@@ -42,8 +42,10 @@ func (e *expander) collection(c *collection, static, groupName string) {
 	index := e.counters[static]
 	e.counters[static] = index + 1
 	cpath := static + "_" + strconv.Itoa(index)
-	for _, name := range c.tasks {
-		e.task(e.t.tasks[name], cpath+"/"+name, groupName, c, cpath, index)
+	for _, en := range c.entries {
+		for k := 0; k < en.n; k++ {
+			e.task(e.t.tasks[en.task], cpath+"/"+en.task, groupName, c, cpath, index)
+		}
 	}
 }
 

@@ -168,7 +168,7 @@ func (d *decoder) collection(el *xmltree.Element, path string, t *topology) {
 			d.list.Add(c.Line, c.Col, cpath, "unknown element")
 		}
 	}
-	if !haveTasks || len(col.tasks) == 0 && d.list.Empty() {
+	if !haveTasks || col.size == 0 && d.list.Empty() {
 		d.list.Add(el.Line, el.Col, path, "holds no task")
 	}
 	if !ok {
@@ -186,13 +186,12 @@ func (d *decoder) member(t *topology, col *collection, n ref, path string) {
 		d.list.Addf(n.line, n.col, path, "task %s is not declared before this collection", n.name)
 		return
 	}
-	if len(col.tasks)+n.n > MaxInstances {
+	if col.size+n.n > MaxInstances {
 		d.list.Addf(n.line, n.col, path, "the collection holds more than %d tasks", MaxInstances)
 		return
 	}
-	for i := 0; i < n.n; i++ {
-		col.tasks = append(col.tasks, n.name)
-	}
+	col.size += n.n
+	col.entries = append(col.entries, entry{task: n.name, n: n.n})
 }
 
 // factor reads a multiplication factor: an unsigned 32-bit integer from 1, default 1.

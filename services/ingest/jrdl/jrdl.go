@@ -34,6 +34,9 @@ func Decode(root *xmltree.Element) ([]events.Job, []diag.Problem) {
 	var jobs []events.Job
 	nJob, subjobs := 0, false
 	for _, c := range root.Children {
+		if d.over {
+			break // past the expansion budget: what follows would only repeat it
+		}
 		switch c.Name {
 		case "substitutionDef":
 			d.define(c, "jrdl/substitutionDef", d.defs)
@@ -46,7 +49,7 @@ func Decode(root *xmltree.Element) ([]events.Job, []diag.Problem) {
 			d.unknown(c, "jrdl")
 		}
 	}
-	if nJob == 0 {
+	if nJob == 0 && !d.over {
 		d.list.Add(root.Line, root.Col, "jrdl", "holds no <job>")
 	}
 	if !d.list.Empty() {
@@ -60,8 +63,14 @@ func Decode(root *xmltree.Element) ([]events.Job, []diag.Problem) {
 	return append([]events.Job{parent}, jobs...), nil
 }
 
+// MaxExpandedBytes bounds the text one document's substitutions may produce, so that
+// definitions built from definitions cannot grow without limit.
+const MaxExpandedBytes = 64 << 20
+
 type decoder struct {
-	list diag.List
+	list  diag.List
+	spent int  // bytes of text substitutions have produced
+	over  bool // the budget ran out (reported once)
 	defs map[string]definition // document-level substitution definitions
 }
 
@@ -69,6 +78,7 @@ type decoder struct {
 type definition struct {
 	value    string
 	reserved map[string]bool
+	broken   bool // the definition had problems (already reported)
 }
 
 // scope is what a job element is read with: its substitutions and where it is.
@@ -208,10 +218,9 @@ func (d *decoder) define(el *xmltree.Element, path string, defs map[string]defin
 	}
 	sc := &scope{defs: defs, path: path, reserved: map[string]bool{}}
 	value, ok := d.scalar(el, sc, "stringElement")
-	if ok {
-		// A definition may use reserved names; they stay placeholders in its value.
-		defs[name] = definition{value: value, reserved: sc.reserved}
-	}
+	// A definition may use reserved names; they stay placeholders in its value. A broken
+	// one is kept as such, so its uses are not reported again as undefined.
+	defs[name] = definition{value: value, reserved: sc.reserved, broken: !ok}
 }
 
 func validName(s string) bool {
@@ -260,6 +269,9 @@ func (d *decoder) scalar(el *xmltree.Element, sc *scope, leaf string) (string, b
 				continue
 			}
 			if def, defined := sc.defs[name]; defined {
+				if def.broken || !d.charge(c, cpath, len(def.value)) {
+					return "", false
+				}
 				b.WriteString(def.value)
 				for n := range def.reserved {
 					sc.reserved[n] = true
@@ -282,6 +294,18 @@ func (d *decoder) scalar(el *xmltree.Element, sc *scope, leaf string) (string, b
 		ok = false
 	}
 	return b.String(), ok
+}
+
+// charge counts n bytes of substituted text against MaxExpandedBytes.
+func (d *decoder) charge(el *xmltree.Element, path string, n int) bool {
+	if d.spent += n; d.spent <= MaxExpandedBytes {
+		return true
+	}
+	if !d.over {
+		d.over = true
+		d.list.Addf(el.Line, el.Col, path, "substitutions expand the document past %d bytes", MaxExpandedBytes)
+	}
+	return false
 }
 
 func (d *decoder) requiredAttr(el *xmltree.Element, path, name string) (string, bool) {
