@@ -69,9 +69,9 @@ const MaxExpandedBytes = 64 << 20
 
 type decoder struct {
 	list  diag.List
-	spent int  // bytes of text substitutions have produced
-	over  bool // the budget ran out (reported once)
-	defs map[string]definition // document-level substitution definitions
+	spent int                   // bytes of text substitutions have produced
+	over  bool                  // the budget ran out (reported once)
+	defs  map[string]definition // document-level substitution definitions
 }
 
 // definition is a substitutionDef's value and the reserved names left in it.
