@@ -34,8 +34,9 @@ fi
 # sshd refuses to start without its privilege-separation directory.
 install -d -m 0755 /run/sshd
 
+# Two test packages may run this at once: losing the race to create the user is fine.
 if ! id "$user" >/dev/null 2>&1; then
-  useradd -m -s /bin/sh "$user"
+  useradd -m -s /bin/sh "$user" || id "$user" >/dev/null
 fi
 # '*' rather than '!': with UsePAM no, sshd refuses key logins to locked accounts.
 if [ "$(getent shadow "$user" | cut -d: -f2)" != "*" ]; then
