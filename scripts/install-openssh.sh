@@ -34,11 +34,20 @@ fi
 # sshd refuses to start without its privilege-separation directory.
 install -d -m 0755 /run/sshd
 
-# Two test packages may run this at once: losing the race to create the user is fine.
-if ! id "$user" >/dev/null 2>&1; then
-  useradd -m -s /bin/sh "$user" || id "$user" >/dev/null
-fi
-# '*' rather than '!': with UsePAM no, sshd refuses key logins to locked accounts.
-if [ "$(getent shadow "$user" | cut -d: -f2)" != "*" ]; then
-  usermod -p '*' "$user"
-fi
+# Two test packages may run this at once: useradd and usermod then fail to lock
+# /etc/passwd for a moment, or the other run has already created the user.
+for attempt in 1 2 3 4 5; do
+  if ! id "$user" >/dev/null 2>&1; then
+    useradd -m -s /bin/sh "$user" 2>/dev/null || true
+  fi
+  # '*' rather than '!': with UsePAM no, sshd refuses key logins to locked accounts.
+  if [ "$(getent shadow "$user" | cut -d: -f2)" != "*" ]; then
+    usermod -p '*' "$user" 2>/dev/null || true
+  fi
+  if id "$user" >/dev/null 2>&1 && [ "$(getent shadow "$user" | cut -d: -f2)" = "*" ]; then
+    exit 0
+  fi
+  sleep 0.2
+done
+echo "install-openssh: could not create the key-only test user $user" >&2
+exit 1
