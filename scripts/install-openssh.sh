@@ -36,7 +36,7 @@ install -d -m 0755 /run/sshd
 
 # Two test packages may run this at once: useradd and usermod then fail to lock
 # /etc/passwd for a moment, or the other run has already created the user.
-for attempt in 1 2 3 4 5; do
+for _ in 1 2 3 4 5; do
   if ! id "$user" >/dev/null 2>&1; then
     useradd -m -s /bin/sh "$user" 2>/dev/null || true
   fi
