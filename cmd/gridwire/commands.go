@@ -22,5 +22,7 @@ func commands(e *env) []*cobra.Command {
 		controlCmd(e, "cancel", "cancel a job: it never starts, or its run is aborted"),
 		controlCmd(e, "hold", "hold a queued or running job on its target"),
 		controlCmd(e, "resume", "release a held job"),
+		replayCmd(e),
+		auditCmd(e),
 	}
 }

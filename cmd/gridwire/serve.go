@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/gridwire/gridwire/pkg/cluster"
+	"github.com/gridwire/gridwire/pkg/httpapi"
 	"github.com/gridwire/gridwire/services/executor"
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
@@ -30,6 +32,10 @@ func serveCmd(e *env) *cobra.Command {
 }
 
 func serve(ctx context.Context, e *env, f *busFlags, httpAddr string) error {
+	auth, err := serveAuth(f.config, httpAddr)
+	if err != nil {
+		return err
+	}
 	sys, err := openSystem(ctx, e, f, true)
 	if err != nil {
 		return err
@@ -44,7 +50,11 @@ func serve(ctx context.Context, e *env, f *busFlags, httpAddr string) error {
 		ln.Close()
 		return err
 	}
-	srv := &http.Server{Handler: sys.routes(), ReadHeaderTimeout: 10 * time.Second}
+	if sys.readAPI != nil {
+		sys.readAPI.Auth = auth
+		g.Go(func() error { return sys.readAPI.Run(gctx) })
+	}
+	srv := &http.Server{Handler: auth.Middleware(sys.routes()), ReadHeaderTimeout: 10 * time.Second}
 	g.Go(func() error {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			return err
@@ -63,6 +73,23 @@ func serve(ctx context.Context, e *env, f *busFlags, httpAddr string) error {
 	return g.Wait()
 }
 
+// serveAuth reads the API tokens of the config: with none, only a loopback address may
+// be served.
+func serveAuth(config, httpAddr string) (*httpapi.Auth, error) {
+	cfg, err := cluster.Load(config)
+	if err != nil {
+		return nil, err
+	}
+	auth, err := httpapi.NewAuth(cfg.Tokens)
+	if err != nil {
+		return nil, fmt.Errorf("config tokens: %w", err)
+	}
+	if err := auth.CheckListen(httpAddr); err != nil {
+		return nil, fmt.Errorf("--http %s: %w; add tokens to the config to serve other hosts", httpAddr, err)
+	}
+	return auth, nil
+}
+
 // routes is the HTTP API of a process that runs ingest and the watcher.
 func (s *system) routes() http.Handler {
 	mux := http.NewServeMux()
@@ -71,6 +98,7 @@ func (s *system) routes() http.Handler {
 	}
 	if s.readAPI != nil {
 		s.readAPI.Routes(mux)
+		mux.Handle("GET /metrics", s.readAPI.Metrics().Handler())
 	}
 	if s.readAPI != nil {
 		executor.ControlAPI{Store: s.readAPI.Store}.Routes(mux)

@@ -205,7 +205,7 @@ func (s *system) start(ctx context.Context, g *errgroup.Group, names []string, o
 			g.Go(func() error {
 				defer closeProbers()
 				return watcher.Run(ctx, watcher.Config{Clusters: clusters},
-					watcher.Deps{JS: c.js, Conn: c.nc, Store: c.store, Logger: log, Now: now, Probers: probers})
+					watcher.Deps{JS: c.js, Conn: c.nc, Store: c.store, Logger: log, Now: now, Probers: probers, API: s.readAPI})
 			})
 		default:
 			return fmt.Errorf("unknown service %q (one of %v)", name, allServices)

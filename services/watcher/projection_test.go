@@ -261,3 +261,38 @@ func FuzzFastDecode(f *testing.F) {
 		}
 	})
 }
+
+// Compare finds a row that differs and a row missing on either side.
+func TestCompareFindsDifferences(t *testing.T) {
+	b, st := openBus(t)
+	a, c := events.NewID(), events.NewID()
+	play(t, st, a, t0, life(a, "c1", 0)[:3])
+	play(t, st, c, t0, life(c, "c1", 0)[:3])
+	table, res, err := Rebuild(context.Background(), b.JS, RebuildOptions{Bucket: JobsBucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := Compare(context.Background(), b.JS, JobsBucket, table, res.Seq); err != nil || len(d) != 0 {
+		t.Fatalf("identical projections differ: %v %v", d, err)
+	}
+	kv, _ := b.JS.KeyValue(context.Background(), JobsBucket)
+	r, _ := table.Row(a)
+	r.Status = events.StatusRunning
+	if _, err := kv.Put(context.Background(), JobKey(a), encodeRow(r)); err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Delete(context.Background(), JobKey(c)); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Compare(context.Background(), b.JS, JobsBucket, table, res.Seq)
+	if err != nil || len(d) != 2 {
+		t.Fatalf("differences %+v (%v), want a changed row and a missing one", d, err)
+	}
+	for _, x := range d {
+		changed := x.Job == a && x.Live != nil && x.Live.Status == events.StatusRunning && x.Rebuilt != nil
+		missing := x.Job == c && x.Live == nil && x.Rebuilt != nil
+		if !changed && !missing {
+			t.Errorf("unexpected difference %+v", x)
+		}
+	}
+}
