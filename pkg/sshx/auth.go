@@ -49,20 +49,13 @@ func (p *Pool) authMethod() (ssh.AuthMethod, func(), error) {
 	signers := p.signers
 	closeAgent := func() {}
 	if p.cfg.UseAgent {
-		if sock := os.Getenv("SSH_AUTH_SOCK"); sock != "" {
-			conn, err := net.Dial("unix", sock)
-			if err != nil && len(signers) == 0 {
-				return nil, nil, fmt.Errorf("sshx: connecting to ssh-agent at %s: %w", sock, err)
-			}
-			if err == nil {
-				closeAgent = func() { conn.Close() }
-				agentSigners, err := agent.NewClient(conn).Signers()
-				if err != nil {
-					conn.Close()
-					return nil, nil, fmt.Errorf("sshx: listing ssh-agent keys: %w", err)
-				}
-				signers = append(signers[:len(signers):len(signers)], agentSigners...)
-			}
+		fromAgent, closeFn, err := agentSigners()
+		if err != nil && len(signers) == 0 {
+			return nil, nil, err
+		}
+		if err == nil {
+			signers = append(signers[:len(signers):len(signers)], fromAgent...)
+			closeAgent = closeFn
 		}
 	}
 	if len(signers) == 0 {
@@ -70,4 +63,23 @@ func (p *Pool) authMethod() (ssh.AuthMethod, func(), error) {
 		return nil, nil, errors.New("sshx: no keys to authenticate with (identity files empty, ssh-agent has none)")
 	}
 	return ssh.PublicKeys(signers...), closeAgent, nil
+}
+
+// agentSigners lists the keys of the ssh-agent at $SSH_AUTH_SOCK; they sign through the
+// agent connection until the returned func closes it.
+func agentSigners() ([]ssh.Signer, func(), error) {
+	sock := os.Getenv("SSH_AUTH_SOCK")
+	if sock == "" {
+		return nil, nil, errors.New("sshx: UseAgent: SSH_AUTH_SOCK is not set")
+	}
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sshx: connecting to ssh-agent at %s: %w", sock, err)
+	}
+	signers, err := agent.NewClient(conn).Signers()
+	if err != nil {
+		conn.Close()
+		return nil, nil, fmt.Errorf("sshx: listing ssh-agent keys: %w", err)
+	}
+	return signers, func() { conn.Close() }, nil
 }
