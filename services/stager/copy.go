@@ -75,20 +75,12 @@ func (c copier) copyItem(ctx context.Context, src endpoint, from string, dst end
 func (c copier) copyFile(ctx context.Context, src endpoint, from string, dst endpoint, to string, total *atomic.Int64) (copied, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	r, size, err := src.open(ctx, from)
-	if err != nil {
-		return copied{}, fmt.Errorf("opening %s: %w", from, err)
-	}
-	defer r.Close()
-	if c.limit > 0 && size > 0 && total.Load()+size > c.limit {
-		return copied{}, fmt.Errorf("%w: %s is %d bytes, limit %d", ErrTooLarge, from, total.Load()+size, c.limit)
-	}
-	m := &meter{r: r, h: sha256.New(), total: total, limit: c.limit, idleAfter: c.idle}
+	m := &meter{done: ctx.Done(), h: sha256.New(), total: total, limit: c.limit, idleAfter: c.idle}
 	if c.idle > 0 {
 		m.idle = time.AfterFunc(c.idle, func() { cancel(fmt.Errorf("no progress for %s", c.idle)) })
 		defer m.idle.Stop()
 	}
-	err = dst.put(ctx, to, m, size)
+	size, err := c.transfer(ctx, src, from, dst, to, m)
 	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		err = fmt.Errorf("%w (%v)", err, cause)
 	}
@@ -104,9 +96,61 @@ func (c copier) copyFile(ctx context.Context, src endpoint, from string, dst end
 	return copied{bytes: m.n, sum: hex.EncodeToString(m.h.Sum(nil)), files: 1}, nil
 }
 
+// transfer moves the bytes through m: pushed by the source into a writer of the
+// destination when both can (no pipe in between), else read from the source and put.
+func (c copier) transfer(ctx context.Context, src endpoint, from string, dst endpoint, to string, m *meter) (int64, error) {
+	if s, ok := src.(streamer); ok {
+		if w, ok := dst.(fileWriter); ok {
+			return c.stream(ctx, s, from, w, to, m)
+		}
+	}
+	r, size, err := src.open(ctx, from)
+	if err != nil {
+		return 0, fmt.Errorf("opening %s: %w", from, err)
+	}
+	defer r.Close()
+	if err := c.fits(from, size, m.total); err != nil {
+		return size, err
+	}
+	m.r = r
+	return size, dst.put(ctx, to, m, size)
+}
+
+func (c copier) stream(ctx context.Context, src streamer, from string, dst fileWriter, to string, m *meter) (int64, error) {
+	f, size, closeSrc, err := src.openStream(ctx, from)
+	if err != nil {
+		return 0, fmt.Errorf("opening %s: %w", from, err)
+	}
+	defer closeSrc()
+	if err := c.fits(from, size, m.total); err != nil {
+		return size, err
+	}
+	w, err := dst.writeFile(ctx, to)
+	if err != nil {
+		return size, err
+	}
+	m.w = w
+	_, err = f.WriteTo(m)
+	return size, errors.Join(err, w.Close())
+}
+
+// errInterrupted stops a streaming source whose attempt was cancelled.
+var errInterrupted = errors.New("stager: transfer interrupted")
+
+// fits refuses a file whose announced size would take the item over the limit.
+func (c copier) fits(name string, size int64, total *atomic.Int64) error {
+	if c.limit > 0 && size > 0 && total.Load()+size > c.limit {
+		return fmt.Errorf("%w: %s is %d bytes, limit %d", ErrTooLarge, name, total.Load()+size, c.limit)
+	}
+	return nil
+}
+
 // meter counts, hashes and bounds what flows through it, and keeps the attempt alive.
+// It is the reader a destination's put reads, or the writer a source streams into.
 type meter struct {
-	r         io.Reader
+	done      <-chan struct{} // the attempt's context is done: stop writing
+	r         io.Reader       // reading: the source
+	w         io.Writer       // writing: the destination
 	h         hash.Hash
 	n         int64         // bytes of this file
 	total     *atomic.Int64 // bytes of the whole item
@@ -123,16 +167,36 @@ func (m *meter) Read(p []byte) (int, error) {
 		}
 	}
 	k, err := m.r.Read(p)
-	m.h.Write(p[:k])
-	m.n += int64(k)
-	if t := m.total.Add(int64(k)); m.limit > 0 && t > m.limit {
-		m.err = fmt.Errorf("%w: more than %d bytes", ErrTooLarge, m.limit)
-		return k, m.err
-	}
-	if k > 0 && m.idle != nil {
-		m.idle.Reset(m.idleAfter)
+	if aerr := m.account(p[:k]); aerr != nil {
+		return k, aerr
 	}
 	return k, err
+}
+
+func (m *meter) Write(p []byte) (int, error) {
+	select {
+	case <-m.done:
+		return 0, errInterrupted
+	default:
+	}
+	if err := m.account(p); err != nil {
+		return 0, err
+	}
+	return m.w.Write(p)
+}
+
+// account hashes and counts bytes that passed, refusing them past the limit.
+func (m *meter) account(p []byte) error {
+	m.h.Write(p)
+	m.n += int64(len(p))
+	if t := m.total.Add(int64(len(p))); m.limit > 0 && t > m.limit {
+		m.err = fmt.Errorf("%w: more than %d bytes", ErrTooLarge, m.limit)
+		return m.err
+	}
+	if len(p) > 0 && m.idle != nil {
+		m.idle.Reset(m.idleAfter)
+	}
+	return nil
 }
 
 // joinName puts a file below a directory name, which may be a URL (so no path.Join,

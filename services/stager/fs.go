@@ -27,6 +27,17 @@ type endpoint interface {
 	list(ctx context.Context, dir string) ([]string, error)
 }
 
+// streamer is an endpoint that pushes a file into a writer faster than it can be read
+// (pkg/sftp keeps many reads in flight while it writes). size is -1 when unknown.
+type streamer interface {
+	openStream(ctx context.Context, name string) (src io.WriterTo, size int64, close func() error, err error)
+}
+
+// fileWriter is an endpoint that hands out a writer for a new file (parents made).
+type fileWriter interface {
+	writeFile(ctx context.Context, name string) (io.WriteCloser, error)
+}
+
 // workDir is a job's working directory on its target.
 type workDir interface {
 	endpoint
@@ -106,20 +117,24 @@ func (l *localDir) open(ctx context.Context, name string) (io.ReadCloser, int64,
 }
 
 func (l *localDir) put(ctx context.Context, name string, r io.Reader, size int64) error {
-	if err := l.check(ctx, name); err != nil {
-		return err
-	}
-	name = filepath.FromSlash(name)
-	if dir := filepath.Dir(name); dir != "." {
-		if err := l.root.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-	}
-	f, err := l.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := l.writeFile(ctx, name)
 	if err != nil {
 		return err
 	}
 	return errors.Join(copyBuffered(f, r), f.Close())
+}
+
+func (l *localDir) writeFile(ctx context.Context, name string) (io.WriteCloser, error) {
+	if err := l.check(ctx, name); err != nil {
+		return nil, err
+	}
+	name = filepath.FromSlash(name)
+	if dir := filepath.Dir(name); dir != "." {
+		if err := l.root.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	return l.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 }
 
 // copyBuffer is the buffer large copies use: fewer, larger reads and writes.

@@ -55,17 +55,21 @@ func (h hostFS) open(ctx context.Context, name string) (io.ReadCloser, int64, er
 }
 
 func (h hostFS) put(ctx context.Context, name string, r io.Reader, size int64) error {
-	if err := h.check(name); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(path.Dir(name), 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(filepath.FromSlash(name))
+	f, err := h.writeFile(ctx, name)
 	if err != nil {
 		return err
 	}
 	return errors.Join(copyBuffered(f, r), f.Close())
+}
+
+func (h hostFS) writeFile(ctx context.Context, name string) (io.WriteCloser, error) {
+	if err := h.check(name); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(path.Dir(name), 0o755); err != nil {
+		return nil, err
+	}
+	return os.Create(filepath.FromSlash(name))
 }
 
 func (h hostFS) list(ctx context.Context, dir string) ([]string, error) {

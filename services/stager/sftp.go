@@ -119,21 +119,12 @@ func (s *sftpFS) create(ctx context.Context) error {
 }
 
 func (s *sftpFS) open(ctx context.Context, name string) (io.ReadCloser, int64, error) {
-	p, err := s.abs(name)
+	f, size, closeFile, err := s.openStream(ctx, name)
 	if err != nil {
 		return nil, 0, err
-	}
-	f, err := s.c.Open(p)
-	if err != nil {
-		return nil, 0, err
-	}
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, 0, errors.Join(err, fmt.Errorf("%s is not a regular file", name))
 	}
 	// File.WriteTo keeps many reads in flight the whole time; a pipe turns it into the
-	// reader a copy consumes.
+	// reader a copy to a destination without fileWriter consumes.
 	pr, pw := io.Pipe()
 	go func() {
 		_, err := f.WriteTo(pw)
@@ -141,8 +132,25 @@ func (s *sftpFS) open(ctx context.Context, name string) (io.ReadCloser, int64, e
 	}()
 	return readCloser{pr, func() error {
 		pr.Close()
-		return f.Close()
-	}}, fi.Size(), nil
+		return closeFile()
+	}}, size, nil
+}
+
+func (s *sftpFS) openStream(ctx context.Context, name string) (io.WriterTo, int64, func() error, error) {
+	p, err := s.abs(name)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	f, err := s.c.Open(p)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, 0, nil, errors.Join(err, fmt.Errorf("%s is not a regular file", name))
+	}
+	return f, fi.Size(), f.Close, nil
 }
 
 type readCloser struct {
