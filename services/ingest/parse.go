@@ -25,6 +25,10 @@ const (
 	FormatDDS    = "dds"
 )
 
+// MaxTaskDescriptionBytes caps a v3 task description (JSON or YAML), which describes one
+// job: far below MaxDocumentBytes, since a document tree costs many times its text.
+const MaxTaskDescriptionBytes = 1 << 20
+
 // Formats lists every format Parse reads.
 var Formats = []string{FormatV3JSON, FormatV3YAML, FormatJRDL, FormatDDS}
 
@@ -99,6 +103,10 @@ func Parse(file string, data []byte, opts ParseOptions) (jobs []events.Job, err 
 func parseAs(format string, data []byte) ([]events.Job, []diag.Problem) {
 	switch format {
 	case FormatV3JSON, FormatV3YAML:
+		if len(data) > MaxTaskDescriptionBytes {
+			return nil, []diag.Problem{{Line: 1, Col: 1, Field: "(document)",
+				What: fmt.Sprintf("is %d bytes; a v3 task description may have at most %d", len(data), MaxTaskDescriptionBytes)}}
+		}
 		read := tree.ParseJSON
 		if format == FormatV3YAML {
 			read = tree.ParseYAML

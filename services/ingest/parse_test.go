@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/services/ingest/internal/xmltree"
 )
 
 func mustRead(t testing.TB, name string) []byte {
@@ -161,6 +162,8 @@ func TestHostileInput(t *testing.T) {
 	}{
 		{"big", "", make([]byte, MaxDocumentBytes+1), "(document): is 16777217 bytes, more than the limit of 16777216"},
 		{"deep.json", "", []byte(strings.Repeat("[", 100000)), "(syntax): nested deeper than 64 levels"},
+		{"wide.json", "", []byte("[" + strings.Repeat("1,", MaxTaskDescriptionBytes/2) + "1]"), "(document): is 1048579 bytes; a v3 task description may have at most 1048576"},
+		{"wide.xml", FormatDDS, []byte("<topology>" + strings.Repeat("<a/>", xmltree.MaxElements) + "</topology>"), "(syntax): more than 500000 elements"},
 		{"deep.yaml", FormatV3YAML, []byte(strings.Repeat("- ", 100) + "x\n"), "nested deeper than"},
 		{"deep.xml", FormatJRDL, []byte(strings.Repeat("<a>", 100000)), "(syntax): elements nested deeper than 64 levels"},
 		{"doctype.xml", "", []byte(`<!DOCTYPE jrdl SYSTEM "file:///etc/passwd"><jrdl/>`), "<!DOCTYPE is not accepted"},

@@ -16,6 +16,10 @@ import (
 // MaxDepth bounds element nesting.
 const MaxDepth = 64
 
+// MaxElements bounds the elements of one document, so that a document of many tiny
+// elements cannot make a tree many times its own size.
+const MaxElements = 500_000
+
 // Element is one element with its attributes, children and text.
 type Element struct {
 	Name     string
@@ -60,6 +64,7 @@ func Parse(data []byte) (*Element, error) {
 	var root *Element
 	var stack []*Element
 	var text [][]byte
+	elements := 0
 	for {
 		line, col := position(dec)
 		tok, err := dec.Token()
@@ -73,6 +78,9 @@ func Parse(data []byte) (*Element, error) {
 		case xml.StartElement:
 			if root != nil && len(stack) == 0 {
 				return nil, &SyntaxError{line, col, "a second root element <" + t.Name.Local + ">"}
+			}
+			if elements++; elements > MaxElements {
+				return nil, &SyntaxError{line, col, fmt.Sprintf("more than %d elements", MaxElements)}
 			}
 			if len(stack) >= MaxDepth {
 				return nil, &SyntaxError{line, col, fmt.Sprintf("elements nested deeper than %d levels", MaxDepth)}
