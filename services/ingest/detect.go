@@ -42,6 +42,9 @@ func Detect(data []byte, contentType string) (string, error) {
 	case body[0] == '{' || body[0] == '[':
 		return FormatV3JSON, nil
 	}
+	if len(data) > MaxTaskDescriptionBytes {
+		return FormatV3YAML, nil // too big to read twice; Parse refuses it by size
+	}
 	root, err := tree.ParseYAML(data)
 	if err != nil {
 		// Neither XML nor JSON: YAML is all that is left, so let its reader say what is
