@@ -67,3 +67,16 @@ func waitDone(t testing.TB, c *sshx.Client) {
 		t.Fatalf("connection to %s still alive", c.Host())
 	}
 }
+
+// waitFor polls cond until it holds, failing the test if it never does.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	ctx := testCtx(t)
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s", what)
+		case <-time.After(time.Millisecond):
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package sshx_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"sync"
@@ -157,13 +158,7 @@ func TestCloseWhileInUse(t *testing.T) {
 			}
 		})
 	}
-	for srv.Execs() < 20 {
-		select {
-		case <-testCtx(t).Done():
-			t.Fatalf("only %d commands ran", srv.Execs())
-		case <-time.After(time.Millisecond):
-		}
-	}
+	waitFor(t, "20 commands", func() bool { return srv.Execs() >= 20 })
 	if err := pool.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -171,5 +166,34 @@ func TestCloseWhileInUse(t *testing.T) {
 	wg.Wait()
 	if _, err := pool.Client(testCtx(t), srv.Addr); !errors.Is(err, sshx.ErrPoolClosed) {
 		t.Errorf("Client after Close: %v", err)
+	}
+}
+
+func TestCallerGivingUpDoesNotAbortSharedDial(t *testing.T) {
+	srv := sshtest.NewServer(t)
+	pool := newPool(t, srv)
+	srv.Stall() // the handshake hangs until Resume
+	ctxA, cancelA := context.WithCancel(testCtx(t))
+	errA := make(chan error, 1)
+	go func() {
+		_, err := pool.Client(ctxA, srv.Addr)
+		errA <- err
+	}()
+	resB := make(chan *sshx.Client, 1)
+	go func() {
+		c, err := pool.Client(testCtx(t), srv.Addr)
+		if err != nil {
+			t.Error(err)
+		}
+		resB <- c
+	}()
+	waitFor(t, "the dial to reach the server", func() bool { return srv.Accepted() >= 1 })
+	cancelA()
+	if err := <-errA; !errors.Is(err, context.Canceled) {
+		t.Errorf("caller A: %v, want context.Canceled", err)
+	}
+	srv.Resume()
+	if c := <-resB; c == nil || srv.Accepted() != 1 {
+		t.Errorf("caller B got %v after %d connections; want the one shared dial's client", c, srv.Accepted())
 	}
 }
