@@ -3,15 +3,13 @@ module github.com/gridwire/gridwire/pkg
 go 1.26.8
 
 require (
+	github.com/google/go-cmp v0.7.0
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
 	github.com/pkg/sftp v1.13.12
 )
 
-require (
-	github.com/google/go-cmp v0.7.0 // indirect
-	github.com/kr/fs v0.1.0 // indirect
-)
+require github.com/kr/fs v0.1.0 // indirect
 
 require (
 	github.com/antithesishq/antithesis-sdk-go v0.8.0-default-no-op // indirect
