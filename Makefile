@@ -18,7 +18,7 @@ test: lint
 
 lint:
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	@for m in $(MODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
+	@for m in $(MODULES); do (cd $$m && $(GO) vet ./... && $(GO) vet -tags e2e ./...) || exit 1; done
 
 run: build
 	./$(BIN) serve --data $(DATA)
