@@ -3,6 +3,9 @@ package watcher
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -83,4 +86,17 @@ func eventually(tb testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+func nopLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// newLoopbackServer serves h on 127.0.0.1 until the test ends and returns its URL.
+func newLoopbackServer(tb testing.TB, h http.Handler) string {
+	tb.Helper()
+	srv := httptest.NewServer(h)
+	tb.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	return srv.URL
 }

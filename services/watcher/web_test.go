@@ -1,0 +1,121 @@
+package watcher
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gridwire/gridwire/events"
+)
+
+// chromium returns Debian's chromium, or skips the test where it is not installed
+// (scripts/install-chromium.sh installs it).
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("chromium is not installed; scripts/install-chromium.sh installs it")
+	return ""
+}
+
+// dumpDOM loads url in a real headless browser with a fresh profile and returns the
+// DOM after its scripts ran (the page's fetches and its event stream included).
+func dumpDOM(t *testing.T, browser, url string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--disable-dev-shm-usage", "--user-data-dir="+t.TempDir(), "--virtual-time-budget=4000", "--dump-dom", url)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	return string(out)
+}
+
+// streamFor bounds each event stream to a while, as a proxy might: the browser's
+// virtual clock only runs once no request is open, and the page reconnects after.
+func streamFor(d time.Duration, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/events" && r.Method == http.MethodGet {
+			ctx, cancel := context.WithTimeout(r.Context(), d)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// rowOf returns the table row of a job in a dumped DOM.
+func rowOf(dom, id string) string {
+	m := regexp.MustCompile(`<tr data-job="` + id + `">.*?</tr>`).FindString(dom)
+	return m
+}
+
+// The page at / shows the job table, and a job's state moves live: the table is drawn
+// from a projection that is behind the log, and the event stream brings the rest.
+func TestWebPageInBrowser(t *testing.T) {
+	browser := chromium(t)
+	b, st := openBus(t)
+	a := &API{Store: st, JS: b.JS}
+	mux := http.NewServeMux()
+	a.Routes(mux)
+	srv := newLoopbackServer(t, streamFor(1500*time.Millisecond, mux))
+	done, running := events.NewID(), events.NewID()
+	play(t, st, done, t0, life(done, "c1", 0))
+	steps := life(running, "c2", 1)
+	play(t, st, running, t0.Add(time.Minute), steps[:7])
+	// The projection and its mirror see the job RUNNING, then stop following the log.
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 2)
+	go func() { stopped <- runProjector(ctx, b.JS, JobsBucket, 10*time.Millisecond, nopLog(), nil) }()
+	go func() { stopped <- a.Run(ctx) }()
+	eventually(t, "the table to show both jobs", func() bool {
+		r, ok := a.Jobs().Row(running)
+		return ok && r.Status == events.StatusRunning && a.Jobs().Meta().Jobs == 2
+	})
+	cancel()
+	<-stopped
+	<-stopped
+	play(t, st, running, t0.Add(2*time.Minute), steps[7:]) // ends while the table is behind
+
+	dom := dumpDOM(t, browser, srv+"/")
+	for id, want := range map[string]string{done: "SUCCEEDED", running: "FAILED"} {
+		row := rowOf(dom, id)
+		if !strings.Contains(row, `class="state `+want+`"`) {
+			t.Errorf("job %s: row %q, want state %s", id, row, want)
+		}
+	}
+	if !strings.Contains(rowOf(dom, running), ">1<") {
+		t.Errorf("the live row lacks the exit code: %s", rowOf(dom, running))
+	}
+
+	dom = dumpDOM(t, browser, srv+"/?job="+running)
+	for _, want := range []string{
+		`id="job-state">FAILED<`,
+		`data-script="START"`, "exec ./job.sh",
+		"attempt 1 of 2: a → b failed: refused", "attempt 2 of 2: a → b (5 bytes)",
+		`class="event status_changed"`, "RUNNING (R)", "exit code 1",
+		`class="event failed"`,
+	} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("job page lacks %q", want)
+		}
+	}
+	if n := strings.Count(dom, `<li class="event `); n != len(steps) {
+		t.Errorf("timeline has %d events, want %d", n, len(steps))
+	}
+	if t.Failed() {
+		t.Logf("DOM:\n%s", dom)
+	}
+}
