@@ -146,31 +146,40 @@ func (s *ScriptTarget) shellAt(host, jobID string) Shell {
 	return s.shellFor(jobID)
 }
 
-// wrapper is START under the start lock, in one shell on the target: it keeps START's
-// output and status beside the job before it prints anything, so the executor's death
-// (its end of the pipe closing) cannot come between START and that record, and it
-// reports which case it found. A failed START releases the lock for a retry.
+// wrapper is START under the start lock, in one shell on the target, with as few
+// processes as it can (they cost more than anything else here): it keeps START's output
+// and status beside the job before it prints anything, so the executor's death (its end
+// of the pipe closing) cannot come between START and that record, and it reports which
+// case it found. A failed START releases the lock, after reporting, for a retry; if the
+// executor died before that, the next attempt finds the failure, reports and releases.
+// The status is one short write: a reader sees it whole or finds the file empty and
+// waits.
 func (s *ScriptTarget) wrapper(start string) string {
 	minutes := int(max(s.stale(), time.Minute) / time.Minute)
 	return `c="$GW_WORKDIR/` + events.ControlDir + `"
-mkdir -p "$c" && cd "$GW_WORKDIR" || exit 90
-if ( set -C; : >"` + startLock + `" ) 2>/dev/null; then
+[ -d "$c" ] || mkdir -p "$c" || exit 90
+cd "$GW_WORKDIR" || exit 90
+set -C
+if { true >"` + startLock + `"; } 2>/dev/null; then
+  set +C
   (
 ` + start + `
   ) </dev/null >"` + startOut + `" 2>"` + startErr + `"
-  echo "$?" >"` + startRC + `.tmp" && mv -f "` + startRC + `.tmp" "` + startRC + `" || exit 91
+  echo "$?" >"` + startRC + `" || exit 91
   v=ran
-elif [ -s "` + startRC + `" ]; then
+elif set +C; [ -s "` + startRC + `" ]; then
   v=done
 elif [ -n "$(find "` + startLock + `" -mmin +` + strconv.Itoa(minutes) + ` 2>/dev/null)" ]; then
   mv -f "` + startLock + `" "` + startLock + `.abandoned-$$" 2>/dev/null; echo "gw:stale"; exit 0
 else
   echo "gw:busy"; exit 0
 fi
-rc=$(cat "` + startRC + `") o=$(cat "` + startOut + `") e=$(cat "` + startErr + `")
+read -r rc <"` + startRC + `"
+echo "gw:$v $rc"
+cat "` + startOut + `"
+cat "` + startErr + `" >&2
 if [ "$rc" != 0 ]; then mv -f "` + startLock + `" "` + startLock + `.failed-$$" 2>/dev/null; rm -f "` + startRC + `"; fi
-printf 'gw:%s %s\n%s\n' "$v" "$rc" "$o"
-printf '%s\n' "$e" >&2
+exit 0
 `
 }
 
