@@ -87,6 +87,7 @@ func (a ControlAPI) Request(ctx context.Context, jobID string, name events.Name,
 			return nil, err
 		}
 		e, err := events.New(s.JobID, name, s.Cluster, now(), note)
+		e.Principal = httpapi.PrincipalFrom(ctx) // who asked, recorded on the request
 		return []events.Event{e}, err
 	})
 	var apiErr *httpapi.Error
