@@ -2,7 +2,6 @@ package watcher
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -266,76 +265,4 @@ func knownStatus(s events.Status) bool {
 		return true
 	}
 	return false
-}
-
-// stream serves the event log as Server-Sent Events, each with id = stream sequence.
-// It resumes after Last-Event-ID (or ?after=SEQ), and ?job=ID narrows it to one job.
-func (a *API) stream(w http.ResponseWriter, r *http.Request) {
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		httpapi.WriteError(w, errors.New("streaming unsupported"))
-		return
-	}
-	filter := events.SubjectAll
-	if id := r.URL.Query().Get("job"); id != "" {
-		filter = events.JobFilter(id)
-	}
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverNewPolicy}
-	last := r.Header.Get("Last-Event-ID")
-	if last == "" {
-		last = r.URL.Query().Get("after")
-	}
-	if last != "" {
-		seq, err := strconv.ParseUint(last, 10, 64)
-		if err != nil {
-			httpapi.WriteError(w, httpapi.Errorf(http.StatusBadRequest, "bad_last_event_id", "%q is not a stream sequence", last))
-			return
-		}
-		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, seq+1
-	} else if r.URL.Query().Get("job") != "" {
-		cfg.DeliverPolicy = jetstream.DeliverAllPolicy
-	}
-	cons, err := a.JS.OrderedConsumer(r.Context(), events.Stream, cfg)
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	it, err := cons.Messages()
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	defer it.Stop()
-	stop := context.AfterFunc(r.Context(), it.Stop)
-	defer stop()
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	fmt.Fprint(w, ": gridwire event stream\n\n")
-	flusher.Flush()
-	for {
-		m, err := it.Next()
-		if err != nil {
-			return
-		}
-		if err := writeSSE(w, m); err != nil {
-			return
-		}
-		flusher.Flush()
-	}
-}
-
-func writeSSE(w http.ResponseWriter, m jetstream.Msg) error {
-	meta, err := m.Metadata()
-	if err != nil {
-		return err
-	}
-	e, err := events.Decode(m.Data())
-	if err != nil {
-		return nil // not ours to show; the audit finds it
-	}
-	e.Seq, e.Subject = meta.Sequence.Stream, m.Subject()
-	b, _ := json.Marshal(e)
-	_, err = fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Name, b)
-	return err
 }

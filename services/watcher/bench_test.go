@@ -1,8 +1,13 @@
 package watcher
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -121,4 +126,73 @@ func BenchmarkFold(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*len(bodies))/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkSSEFanout streams every event to 100 SSE clients at once: each b.N event
+// is appended once and must reach all 100 clients. It reports deliveries per second
+// (events × clients) and the time from an append to its arrival at the last client.
+func BenchmarkSSEFanout(b *testing.B) {
+	const clients = 100
+	bus, st := openBus(b)
+	a := &API{Store: st, JS: bus.JS}
+	mux := http.NewServeMux()
+	a.Routes(mux)
+	url := newLoopbackServer(b, mux)
+	var received sync.WaitGroup
+	var ready sync.WaitGroup
+	lastSeen := make([]atomic.Int64, clients) // unix nanos of each client's last event
+	for i := 0; i < clients; i++ {
+		ready.Add(1)
+		resp, err := http.Get(url + "/v1/events")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { resp.Body.Close() })
+		received.Add(1)
+		go func() {
+			defer received.Done()
+			sc := bufio.NewScanner(resp.Body)
+			sc.Buffer(make([]byte, 64<<10), 1<<20)
+			n := 0
+			for sc.Scan() {
+				line := sc.Bytes()
+				if bytes.HasPrefix(line, []byte(": ")) {
+					ready.Done()
+				}
+				if bytes.HasPrefix(line, []byte("data: ")) {
+					n++
+					lastSeen[i].Store(time.Now().UnixNano())
+					if n == b.N {
+						return
+					}
+				}
+			}
+		}()
+	}
+	ready.Wait()
+	id := events.NewID()
+	bodies := make([][]byte, b.N)
+	for i := range bodies {
+		e, _ := events.New(id, events.HoldRequested, "", t0, events.Note{Reason: "fan-out"})
+		e.Source = "bench/sse"
+		bodies[i], _ = e.Encode()
+	}
+	b.ResetTimer()
+	start := time.Now()
+	for _, body := range bodies {
+		if _, err := bus.JS.PublishAsync(events.Subject(id, events.HoldRequested, ""), body); err != nil {
+			b.Fatal(err)
+		}
+	}
+	<-bus.JS.PublishAsyncComplete()
+	published := time.Since(start)
+	received.Wait()
+	var last int64
+	for i := range lastSeen {
+		last = max(last, lastSeen[i].Load())
+	}
+	took := time.Duration(last - start.UnixNano())
+	b.ReportMetric(float64(b.N*clients)/took.Seconds(), "deliveries/s")
+	b.ReportMetric(float64(b.N)/took.Seconds(), "events/s")
+	b.ReportMetric(float64((took - published).Milliseconds()), "ms-drain-after-append")
 }
