@@ -52,7 +52,21 @@ func planIn(job events.Job, def int) []item {
 	for _, f := range job.StageIn {
 		items = append(items, inItem(f, job, def, false))
 	}
-	return items
+	return dedup(items)
+}
+
+// dedup drops repeated entries (the same file to the same place): their attempts would
+// share one record key.
+func dedup(items []item) []item {
+	seen := map[string]bool{}
+	out := items[:0]
+	for _, it := range items {
+		if !seen[it.key()] {
+			seen[it.key()] = true
+			out = append(out, it)
+		}
+	}
+	return out
 }
 
 func inItem(f events.FileCopy, job events.Job, def int, stdio bool) item {
@@ -87,7 +101,7 @@ func planOut(job events.Job, def int, success bool) []item {
 			items = append(items, outItem(f, job, def, false))
 		}
 	}
-	return items
+	return dedup(items)
 }
 
 func wanted(when string, success bool) bool {

@@ -107,6 +107,13 @@ func (s *sftpFS) create(ctx context.Context) error {
 	if s.real != "" {
 		return nil
 	}
+	if !path.IsAbs(s.root) { // relative to the login's home, as OpenSSH's sftp has it
+		home, err := s.c.Getwd()
+		if err != nil {
+			return fmt.Errorf("resolving working directory %s: %w", s.root, err)
+		}
+		s.root = path.Join(home, s.root)
+	}
 	if err := s.c.MkdirAll(path.Join(s.root, controlDir())); err != nil {
 		return fmt.Errorf("making working directory %s: %w", s.root, err)
 	}
