@@ -58,7 +58,6 @@ type task struct {
 	properties   []events.DDSProperty
 	triggers     []events.DDSTrigger
 	assets       []events.DDSAsset
-	line, col    int
 	// words is exe split into words once; instances only resolve the index tags.
 	words []string
 }
@@ -74,7 +73,6 @@ type collection struct {
 	requirements []events.DDSRequirement
 	entries      []entry // task entries in order, each counted
 	size         int     // task instances in one collection instance
-	line, col    int
 }
 
 // group is main or a group in main: its multiplication factor and members in order.
@@ -88,8 +86,6 @@ type member struct {
 	kind  string // task, collection, group
 	name  string
 	group *group
-	line  int
-	col   int
 }
 
 // Decode validates a <topology> and expands it: a parent record, then every instance.

@@ -36,7 +36,7 @@ func (d *decoder) main(el *xmltree.Element, t *topology) {
 			}
 			d.groupMember(gc, cpath+"/"+gc.Name, t, g)
 		}
-		t.main.members = append(t.main.members, member{kind: "group", name: name, group: g, line: c.Line, col: c.Col})
+		t.main.members = append(t.main.members, member{kind: "group", name: name, group: g})
 	}
 }
 
@@ -48,14 +48,14 @@ func (d *decoder) groupMember(c *xmltree.Element, path string, t *topology, g *g
 		if _, ok := t.tasks[r.name]; !ok {
 			d.list.Addf(c.Line, c.Col, path, "task %s is not declared", r.name)
 		}
-		g.members = append(g.members, member{kind: "task", name: r.name, line: c.Line, col: c.Col})
+		g.members = append(g.members, member{kind: "task", name: r.name})
 	case "collection":
 		d.attrs(c, path)
 		r := d.ref(c, path)
 		if _, ok := t.collections[r.name]; !ok {
 			d.list.Addf(c.Line, c.Col, path, "collection %s is not declared", r.name)
 		}
-		g.members = append(g.members, member{kind: "collection", name: r.name, line: c.Line, col: c.Col})
+		g.members = append(g.members, member{kind: "collection", name: r.name})
 	default:
 		d.list.Add(c.Line, c.Col, path, "unknown element")
 	}

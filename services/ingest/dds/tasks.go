@@ -11,7 +11,7 @@ func (d *decoder) task(el *xmltree.Element, path string, t *topology) {
 	d.attrs(el, path, "name")
 	d.noText(el, path)
 	name, ok := d.id(el, path, "name")
-	tk := &task{name: name, line: el.Line, col: el.Col}
+	tk := &task{name: name}
 	seen := map[string]bool{}
 	for _, c := range el.Children {
 		cpath := path + "/" + c.Name
@@ -138,7 +138,7 @@ func (d *decoder) collection(el *xmltree.Element, path string, t *topology) {
 	d.attrs(el, path, "name")
 	d.noText(el, path)
 	name, ok := d.id(el, path, "name")
-	col := &collection{name: name, line: el.Line, col: el.Col}
+	col := &collection{name: name}
 	haveTasks := false
 	for _, c := range el.Children {
 		cpath := path + "/" + c.Name

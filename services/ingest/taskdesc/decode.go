@@ -48,7 +48,7 @@ type decoder struct {
 	stdin, stdout, stderr                *tree.Node
 	base                                 *tree.Node
 	attempts                             int
-	haveVersion, haveExecutable, mpiSeen bool
+	haveVersion, haveExecutable bool
 }
 
 type fileEntry struct {
