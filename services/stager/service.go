@@ -237,7 +237,10 @@ func newStager(cfg Config, deps Deps) (*stager, error) {
 }
 
 // Close releases the stager's connections.
-func (s *stager) Close() error { return s.ssh.Close() }
+func (s *stager) Close() error {
+	s.http.client.CloseIdleConnections()
+	return s.ssh.Close()
+}
 
 func (s *stager) copier() copier {
 	return copier{limit: s.cfg.MaxFileBytes, idle: s.cfg.IdleTimeout, parallel: s.cfg.Parallel}

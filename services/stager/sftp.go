@@ -133,12 +133,15 @@ func (s *sftpFS) open(ctx context.Context, name string) (io.ReadCloser, int64, e
 	// File.WriteTo keeps many reads in flight the whole time; a pipe turns it into the
 	// reader a copy to a destination without fileWriter consumes.
 	pr, pw := io.Pipe()
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		_, err := f.WriteTo(pw)
 		pw.CloseWithError(err)
 	}()
 	return readCloser{pr, func() error {
 		pr.Close()
+		<-done
 		return closeFile()
 	}}, size, nil
 }
