@@ -27,7 +27,7 @@ type HTTPPolicy struct {
 	CAFile string `yaml:"ca_file,omitempty"`
 }
 
-// DefaultDeny is what HTTPPolicy denies unless KeepMetadata is set: link-local
+// defaultDeny is what HTTPPolicy denies unless KeepMetadata is set: link-local
 // networks (where every cloud's instance metadata service lives), AWS's IPv6 metadata
 // address, and GCP's metadata host name.
 var defaultDeny = []string{"169.254.0.0/16", "fe80::/10", "fd00:ec2::254/128", "metadata.google.internal", "metadata"}

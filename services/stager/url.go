@@ -21,7 +21,7 @@ const (
 	SchemeUpload = "gridwire-upload" // an object in UploadBucket, uploaded with the job
 )
 
-// Schemes lists every supported scheme, in the order error messages name them.
+// schemes lists every supported scheme, in the order error messages name them.
 var schemes = []string{SchemeFile, SchemeHTTP, SchemeHTTPS, SchemeSFTP, SchemeSCP, SchemeUpload}
 
 // Schemes returns the supported URL schemes.
