@@ -51,7 +51,7 @@ func newHarness(t *testing.T) *harness {
 	}
 	h.client = cl
 	h.store = events.NewStore(cl.Conn, cl.JS, "test/harness")
-	if h.submit, err = ingest.New(ingest.Config{}, ingest.Deps{Store: h.store}); err != nil {
+	if h.submit, err = ingest.New(ingest.Config{}, ingest.Deps{Store: h.store, Check: vetJob}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(h.close)

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/services/ingest"
 )
 
 func TestJobSucceedsEndToEnd(t *testing.T) {
@@ -133,5 +137,25 @@ func TestEmbeddedServerRestartMidJob(t *testing.T) {
 	id2 := h.submitJSON(map[string]any{"version": 3, "executable": "/bin/true"})
 	if st := h.waitEnd(id2); st.Status != events.StatusSucceeded {
 		t.Fatalf("after restart: state %s (%s)", st.Status, st.Reason)
+	}
+}
+
+// A file the stager cannot move is refused at submission, naming what is supported,
+// and nothing reaches the log.
+func TestUnsupportedSchemeRefusedAtSubmission(t *testing.T) {
+	h := newHarness(t)
+	before, err := h.server.JS.Stream(context.Background(), events.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := before.CachedInfo().State.Msgs
+	doc := []byte(`{"version":3,"executable":"/bin/true","input_files":{"in.txt":"gsiftp://example.org/in.txt"}}`)
+	_, err = h.submit.Submit(context.Background(), ingest.Submission{File: "grid.json", Data: doc})
+	if !errors.Is(err, ingest.ErrInvalid) || !strings.Contains(err.Error(), "gsiftp") || !strings.Contains(err.Error(), "sftp") {
+		t.Fatalf("submitting a gsiftp input: %v; want a refusal naming the scheme and the supported ones", err)
+	}
+	after, _ := h.server.JS.Stream(context.Background(), events.Stream)
+	if got := after.CachedInfo().State.Msgs; got != n {
+		t.Fatalf("a refused document appended %d events", got-n)
 	}
 }

@@ -167,7 +167,7 @@ func (s *system) start(ctx context.Context, g *errgroup.Group, names []string, o
 		}
 		switch name {
 		case "ingest":
-			deps := ingest.Deps{Conn: c.nc, Store: c.store, Logger: log, Now: now}
+			deps := ingest.Deps{Conn: c.nc, Store: c.store, Logger: log, Now: now, Check: vetJob}
 			if s.ingest, err = ingest.New(ingest.Config{}, deps); err != nil {
 				return err
 			}
@@ -213,6 +213,10 @@ func (s *system) start(ctx context.Context, g *errgroup.Group, names []string, o
 	}
 	return nil
 }
+
+// vetJob is what ingest checks of every parsed job before anything is appended: that
+// the stager can move every file it names (schemes, confinement).
+func vetJob(j events.Job) error { return stager.CheckURLs(j) }
 
 func firstOf(vals ...string) string {
 	if i := slices.IndexFunc(vals, func(v string) bool { return v != "" }); i >= 0 {
