@@ -9,20 +9,16 @@ import (
 	"github.com/gridwire/gridwire/services/watcher"
 )
 
-// defaultMaxCallsPerMinute caps status calls per cluster when the config names no
-// ceiling: ten a second, well under what hurts an LRMS and far above what a poll loop
-// backing off to seconds makes.
-const defaultMaxCallsPerMinute = 600
-
 // probeSettings is what the watcher section of the config says about polling targets.
 type probeSettings struct {
+	// MaxCallsPerMinute caps status calls per cluster (watcher: max_calls_per_minute).
 	MaxCallsPerMinute int `yaml:"max_calls_per_minute"`
 }
 
 // probers builds the watcher's prober for every cluster that is not a plain fork
 // cluster (the watcher makes those itself); the returned func closes their connections.
 func (s *system) probers(clusters []cluster.Cluster, lookup func(context.Context, string) (events.State, error), log *slog.Logger) (map[string]watcher.Prober, func(), error) {
-	settings := probeSettings{MaxCallsPerMinute: defaultMaxCallsPerMinute}
+	var settings probeSettings // 0: the watcher's default for each cluster's kind
 	if !s.cfg.Watcher.IsZero() {
 		if err := s.cfg.Watcher.Decode(&settings); err != nil {
 			return nil, nil, err

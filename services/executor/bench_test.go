@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -106,4 +107,44 @@ func BenchmarkSSHStart(b *testing.B) {
 	}
 	wg.Wait()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "starts/s")
+}
+
+// BenchmarkForkStart compares, in one run, the fork target's start rate (start lock,
+// detached session, the job's own shell writing its files) with the raw rate of
+// spawning /bin/true and reaping it, both 8 at a time (the executor's workers).
+func BenchmarkForkStart(b *testing.B) {
+	root := b.TempDir()
+	tg := &ForkTarget{Cluster: "local", Logger: slog.New(slog.DiscardHandler)}
+	const n = 1000
+	for i := 0; i < b.N; i++ {
+		raw := concurrently(b, n, func() error { return exec.Command("/bin/true").Run() })
+		fork := concurrently(b, n, func() error {
+			wd := filepath.Join(root, events.NewID())
+			_, err := tg.Start(context.Background(), events.State{JobID: filepath.Base(wd), Incarnation: ptr(forkIncarnation("local", wd, "true"))})
+			return err
+		})
+		b.ReportMetric(raw, "raw-spawns/s")
+		b.ReportMetric(fork, "fork-starts/s")
+		b.ReportMetric(fork/raw, "ratio")
+	}
+}
+
+// concurrently runs fn n times, 8 at a time, and returns runs/s.
+func concurrently(b *testing.B, n int, fn func() error) float64 {
+	start := time.Now()
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := fn(); err != nil {
+				b.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(n) / time.Since(start).Seconds()
 }

@@ -176,8 +176,8 @@ else
 fi
 read -r rc <"` + startRC + `"
 echo "gw:$v $rc"
-cat "` + startOut + `"
-cat "` + startErr + `" >&2
+while IFS= read -r l || [ -n "$l" ]; do printf '%s\n' "$l"; done <"` + startOut + `"
+[ ! -s "` + startErr + `" ] || cat "` + startErr + `" >&2
 if [ "$rc" != 0 ]; then mv -f "` + startLock + `" "` + startLock + `.failed-$$" 2>/dev/null; rm -f "` + startRC + `"; fi
 exit 0
 `

@@ -76,12 +76,28 @@ type probeInfo struct {
 	inc                     *events.IncarnatedData
 }
 
+// Default ceilings on status calls per cluster and minute.
+const (
+	DefaultBatchCallsPerMinute = 60
+	DefaultHostCallsPerMinute  = 600
+)
+
 // NewProber is the prober a cluster needs: ForkProber for a fork cluster running jobs
 // as local processes, a ScriptProber on this host for a batch system whose clients are
 // here, and a ScriptProber over SSH (NewSSHProber) for an ssh cluster. The returned func
 // releases its connections.
+//
+// maxCallsPerMinute caps status calls per cluster; 0 takes the default for its kind:
+// DefaultBatchCallsPerMinute for a batch system (its status commands are shared by
+// every user of the cluster), DefaultHostCallsPerMinute for processes on ssh hosts.
 func NewProber(cl cluster.Cluster, lookup func(context.Context, string) (events.State, error), maxCallsPerMinute int, log *slog.Logger) (Prober, func(), error) {
 	batch := !strings.EqualFold(cl.LRMS, "fork") && !strings.EqualFold(cl.Profile, "fork")
+	if maxCallsPerMinute == 0 {
+		maxCallsPerMinute = DefaultHostCallsPerMinute
+		if batch {
+			maxCallsPerMinute = DefaultBatchCallsPerMinute
+		}
+	}
 	switch {
 	case cl.Kind == cluster.KindFork && !batch:
 		return ForkProber{}, func() {}, nil
