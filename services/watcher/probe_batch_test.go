@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/cluster"
+	"github.com/gridwire/gridwire/pkg/sshx/sshtest"
 )
 
 // statusScript lists native states as a batch system would, from a file per native ID
@@ -175,5 +177,34 @@ func TestScriptProberInstallsStaticScripts(t *testing.T) {
 	}
 	if fi, err := os.Stat(loc); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Errorf("static script: %v %v", fi, err)
+	}
+}
+
+// Each kind of cluster gets its prober, with the call ceiling for its kind unless the
+// operator set one.
+func TestNewProberByKind(t *testing.T) {
+	lookup := func(context.Context, string) (events.State, error) { return events.State{}, nil }
+	if p, _, err := NewProber(cluster.LocalFork(), lookup, 0, nil); err != nil || p != (ForkProber{}) {
+		t.Errorf("local fork cluster: %T %v", p, err)
+	}
+	slurm := cluster.Cluster{Name: "hpc", Kind: cluster.KindFork, Profile: "slurm", LRMS: "Slurm"}
+	p, _, err := NewProber(slurm, lookup, 0, nil)
+	if sp, ok := p.(*ScriptProber); err != nil || !ok || sp.MaxCallsPerMinute != DefaultBatchCallsPerMinute {
+		t.Errorf("batch cluster: %#v %v", p, err)
+	}
+	p, _, err = NewProber(slurm, lookup, 6, nil)
+	if sp, ok := p.(*ScriptProber); err != nil || !ok || sp.MaxCallsPerMinute != 6 {
+		t.Errorf("batch cluster with a ceiling of 6: %#v %v", p, err)
+	}
+	srv := sshtest.NewServer(t)
+	remote := cluster.Cluster{Name: "remote", Kind: cluster.KindSSH, Hosts: []string{srv.Addr}, User: "u",
+		Identity: srv.ClientKeyFile, KnownHosts: srv.KnownHostsFile, Profile: "fork", LRMS: "Fork"}
+	p, closeFn, err := NewProber(remote, lookup, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	if sp, ok := p.(*ScriptProber); !ok || sp.MaxCallsPerMinute != DefaultHostCallsPerMinute {
+		t.Errorf("ssh cluster: %#v", p)
 	}
 }
