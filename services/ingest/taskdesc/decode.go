@@ -44,12 +44,18 @@ func Decode(root *tree.Node) (events.Job, []diag.Problem) {
 type decoder struct {
 	list diag.List
 	// raw staging and stdio, resolved once default_storage_base is known
-	inputs, outputs                      []fileEntry
-	stdin, stdout, stderr                *tree.Node
-	base                                 *tree.Node
-	attempts                             int
+	inputs, outputs             []fileEntry
+	stdin, stdout, stderr       *tree.Node
+	base                        *tree.Node
+	attempts                    int
 	haveVersion, haveExecutable bool
 }
+
+// known are the attributes of the description, as a set.
+var known = map[string]bool{"version": true, "description": true, "executable": true, "arguments": true,
+	"environment": true, "count": true, "input_files": true, "output_files": true, "stdin": true,
+	"stdout": true, "stderr": true, "default_storage_base": true, "max_transfer_attempts": true,
+	"requirements": true}
 
 type fileEntry struct {
 	local, remote string
@@ -60,6 +66,9 @@ type fileEntry struct {
 func (d *decoder) topLevel(root *tree.Node, job *events.Job) {
 	for _, f := range root.Fields {
 		v := f.Value
+		if v.Kind == tree.Null && f.Key != "version" && f.Key != "executable" && known[f.Key] {
+			continue // null says "not given", as leaving the attribute out does
+		}
 		switch f.Key {
 		case "version":
 			d.haveVersion = true

@@ -14,6 +14,10 @@ func (d *decoder) requirements(v *tree.Node) events.Requirements {
 	}
 	for _, f := range v.Fields {
 		field := "requirements." + keyName(f.Key)
+		if f.Value.Kind == tree.Null && (stringRequirement(&r, f.Key) != nil || numericRequirement(&r, f.Key) != nil ||
+			f.Key == "hostname" || f.Key == "fork" || f.Key == "software") {
+			continue // not given
+		}
 		if p := stringRequirement(&r, f.Key); p != nil {
 			*p, _ = d.nonEmpty(f.Value, field)
 			continue

@@ -50,8 +50,10 @@ func (d *decoder) resolve(base, ref string, v *tree.Node, field string) (string,
 		return ref, true
 	}
 	if base == "" {
-		d.list.Addf(v.Line, v.Col, field, "%q is a path, but default_storage_base is not set", ref)
-		return "", false
+		// A plain path with no base stays a plain path: `gridwire submit` uploads such
+		// inputs from the submitter's disk, and the stager's submission check refuses
+		// what cannot be staged (a relative remote name with nothing to resolve it by).
+		return ref, true
 	}
 	return Resolve(base, ref), true
 }
