@@ -75,6 +75,10 @@ func (e *ParseError) Unwrap() error { return ErrInvalid }
 // position in the returned slice and Parent left for the caller to fill. A document that
 // makes one job yields that job alone, holding Original.Bytes.
 //
+// Values only the target knows ({taskid}, {queue}, {lrms} of v3, JRDL's reserved
+// substitution names, DDS's session) stay as {name} placeholders, listed in each job's
+// Substitutions; the incarnator fills them with events.Job.Substitute.
+//
 // Every problem found is returned in one *ParseError. Parse appends nothing, touches no
 // state, and returns the same jobs for the same input.
 func Parse(file string, data []byte, opts ParseOptions) (jobs []events.Job, err error) {
@@ -113,9 +117,7 @@ func parseAs(format string, data []byte) ([]events.Job, []diag.Problem) {
 		}
 		root, err := read(data)
 		if err != nil {
-			var se *tree.SyntaxError
-			errors.As(err, &se)
-			return nil, []diag.Problem{{Line: se.Line, Col: se.Col, Field: "(syntax)", What: se.What}}
+			return nil, syntaxProblem(err)
 		}
 		job, problems := taskdesc.Decode(root)
 		if problems != nil {
@@ -125,9 +127,7 @@ func parseAs(format string, data []byte) ([]events.Job, []diag.Problem) {
 	case FormatJRDL, FormatDDS:
 		root, err := xmltree.Parse(data)
 		if err != nil {
-			var se *xmltree.SyntaxError
-			errors.As(err, &se)
-			return nil, []diag.Problem{{Line: se.Line, Col: se.Col, Field: "(syntax)", What: se.What}}
+			return nil, syntaxProblem(err)
 		}
 		if format == FormatJRDL {
 			return jrdl.Decode(root)
@@ -136,6 +136,20 @@ func parseAs(format string, data []byte) ([]events.Job, []diag.Problem) {
 	}
 	return nil, []diag.Problem{{Line: 1, Col: 1, Field: "(format)",
 		What: fmt.Sprintf("unknown format %q (one of %s)", format, strings.Join(Formats, ", "))}}
+}
+
+// syntaxProblem turns a reader's error into a problem at its position.
+func syntaxProblem(err error) []diag.Problem {
+	p := diag.Problem{Line: 1, Col: 1, Field: "(syntax)", What: err.Error()}
+	var te *tree.SyntaxError
+	var xe *xmltree.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		p.Line, p.Col, p.What = te.Line, te.Col, te.What
+	case errors.As(err, &xe):
+		p.Line, p.Col, p.What = xe.Line, xe.Col, xe.What
+	}
+	return []diag.Problem{p}
 }
 
 // stamp records the original document on the first job and its place on every other.

@@ -3,7 +3,9 @@
 // and overriding them), substitutionDef/substitutionRef, and every job and resource
 // attribute of the spec. A substitutionRef to a reserved name without a definition (HOME,
 // JOBID, ...) is left as a {NAME} placeholder and listed in Job.Substitutions, since only
-// the target knows its value.
+// the target knows its value. (Literal text that reads {NAME} for a reserved name the
+// same job references is indistinguishable from the placeholder; JRDL has no braces of
+// its own, so this needs a document that means the braces literally.)
 package jrdl
 
 import (
