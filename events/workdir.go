@@ -35,3 +35,7 @@ const (
 	VarNativeID     = "GW_NATIVE_ID"
 	VarNativeIDList = "GW_NATIVE_IDS"
 )
+
+// SchemeUpload is the URL scheme of files a submitter uploaded with the job, kept in the
+// NATS object store; the stager fetches them, ingest recognises them in canonical jobs.
+const SchemeUpload = "gridwire-upload"

@@ -96,6 +96,33 @@ func TestServeSubmitWaitHistoryStatus(t *testing.T) {
 		t.Fatalf("submit --wait of a failing job: %q, %v; want FAILED and exit 1", out, err)
 	}
 
+	// A description naming a local input file: submit uploads it, the job reads it.
+	jobDir := t.TempDir()
+	payload := "uploaded with the job\n\x00 and binary \xff bytes\n"
+	if err := os.MkdirAll(filepath.Join(jobDir, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(jobDir, "data", "in.txt"), []byte(payload), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	withInput := filepath.Join(jobDir, "cat.json")
+	if err := os.WriteFile(withInput, []byte(`{"version":3,"executable":"/bin/cat","arguments":["in.txt"],
+		"input_files":{"in.txt":"data/in.txt"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err = runCLI(ctx, "submit", "--wait", "--server", server, withInput)
+	if err != nil || !strings.Contains(out, "SUCCEEDED") {
+		t.Fatalf("submit with a local input: %q %v\n%s", out, err, errOut)
+	}
+	catID := strings.Fields(out)[0]
+	got, err := os.ReadFile(filepath.Join(dir, "jobs", catID, ".gridwire", "stdout"))
+	if err != nil || string(got) != payload {
+		t.Fatalf("the job read %q (%v), want the uploaded file's bytes", got, err)
+	}
+	if !strings.Contains(errOut, "uploading in.txt") {
+		t.Errorf("no upload progress shown: %q", errOut)
+	}
+
 	// Unknown job: a clear 404 from the API.
 	if _, _, err := runCLI(ctx, "status", "--server", server, "01M7YSXJYJGT92HYD6NERX8N0S"); err == nil || !strings.Contains(err.Error(), "no_such_job") {
 		t.Fatalf("status of an unknown job: %v", err)

@@ -11,6 +11,7 @@ import (
 	"github.com/gridwire/gridwire/pkg/cluster"
 	"github.com/gridwire/gridwire/pkg/httpapi"
 	"github.com/gridwire/gridwire/services/executor"
+	"github.com/gridwire/gridwire/services/stager"
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 )
@@ -102,6 +103,9 @@ func (s *system) routes() http.Handler {
 	}
 	if s.readAPI != nil {
 		executor.ControlAPI{Store: s.readAPI.Store}.Routes(mux)
+	}
+	if s.ingest != nil {
+		stager.UploadAPI{JS: s.bus.JS}.Routes(mux)
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	return mux

@@ -5,12 +5,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/services/ingest"
+	"github.com/gridwire/gridwire/services/stager"
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 )
@@ -51,8 +57,18 @@ func submit(ctx context.Context, e *env, f *clientFlags, files []string, format 
 		if format != "" {
 			q.Set("format", format)
 		}
+		body, ctype, err := withUploads(ctx, e, c, file, data, format)
+		if err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		if body != nil {
+			q.Set("format", ingest.FormatCanonical)
+			data = body
+		} else {
+			ctype = contentTypeOf(file)
+		}
 		var acc accepted
-		if err := c.do(ctx, http.MethodPost, "/v1/jobs?"+q.Encode(), bytes.NewReader(data), contentTypeOf(file), &acc); err != nil {
+		if err := c.do(ctx, http.MethodPost, "/v1/jobs?"+q.Encode(), bytes.NewReader(data), ctype, &acc); err != nil {
 			return fmt.Errorf("%s: %w", file, err)
 		}
 		all = append(all, acc)
@@ -111,6 +127,43 @@ func waitAll(ctx context.Context, e *env, c *client, asJSON bool, ids []string) 
 		return exitCode(1)
 	}
 	return nil
+}
+
+// withUploads uploads the local input files a description names (relative to the
+// description's directory) and returns the canonical jobs to submit instead of the
+// document; nil when there is nothing to upload or the document does not parse here
+// (the server then reports its problems).
+func withUploads(ctx context.Context, e *env, c *client, file string, data []byte, format string) ([]byte, string, error) {
+	jobs, err := ingest.Parse(filepath.Base(file), data, ingest.ParseOptions{Format: format, ContentType: contentTypeOf(file)})
+	if err != nil || !slices.ContainsFunc(jobs, stager.LocalInputs) {
+		return nil, "", nil
+	}
+	put := func(ctx context.Context, name string, r io.Reader) error {
+		return c.do(ctx, http.MethodPut, "/v1/uploads/"+escapeSegments(name), r, "application/octet-stream", nil)
+	}
+	opt := stager.UploadOptions{Dir: filepath.Dir(file), Wrap: func(name string, size int64, r io.Reader) io.Reader {
+		bar := progressbar.NewOptions64(size, progressbar.OptionSetWriter(e.stderr), progressbar.OptionShowBytes(true),
+			progressbar.OptionSetDescription("uploading "+filepath.Base(name)), progressbar.OptionOnCompletion(func() {
+				fmt.Fprintln(e.stderr)
+			}))
+		pr := progressbar.NewReader(r, bar)
+		return &pr
+	}}
+	for i := range jobs {
+		if _, err := stager.UploadInputsWith(ctx, put, &jobs[i], opt); err != nil {
+			return nil, "", err
+		}
+	}
+	body, err := json.Marshal(jobs)
+	return body, "application/json", err
+}
+
+func escapeSegments(name string) string {
+	segs := strings.Split(name, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return strings.Join(segs, "/")
 }
 
 func contentTypeOf(file string) string {

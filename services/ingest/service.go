@@ -125,7 +125,13 @@ func (s *Service) Parse(sub Submission) ([]events.Job, error) {
 		return nil, &ParseError{[]Problem{{File: sub.File, Line: 1, Col: 1, Field: "(document)",
 			What: fmt.Sprintf("%d bytes is over the limit of %d", len(sub.Data), limit)}}}
 	}
-	jobs, err := Parse(sub.File, sub.Data, ParseOptions{Format: sub.Format, ContentType: sub.ContentType})
+	var jobs []events.Job
+	var err error
+	if sub.Format == FormatCanonical {
+		jobs, err = parseCanonical(sub)
+	} else {
+		jobs, err = Parse(sub.File, sub.Data, ParseOptions{Format: sub.Format, ContentType: sub.ContentType})
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -23,28 +23,57 @@ type UploadOptions struct {
 	Wrap func(name string, size int64, r io.Reader) io.Reader
 }
 
+// Put stores one uploaded file under an object name of UploadBucket.
+type Put func(ctx context.Context, name string, r io.Reader) error
+
+// BucketPut stores uploads straight into the object store (a client with NATS access).
+func BucketPut(js jetstream.JetStream) Put {
+	var obs jetstream.ObjectStore
+	return func(ctx context.Context, name string, r io.Reader) error {
+		if obs == nil {
+			var err error
+			if obs, err = EnsureUploadBucket(ctx, js); err != nil {
+				return err
+			}
+		}
+		_, err := obs.Put(ctx, jetstream.ObjectMeta{Name: name}, r)
+		return err
+	}
+}
+
 // UploadInputs uploads the job's local inputs to UploadBucket and rewrites their names
-// to gridwire-upload URLs, so the stager can fetch them wherever the job runs. Local
-// inputs are stage-in sources and stdin given as plain paths when the job has no
-// default_storage_base; a directory is uploaded file by file. It returns how many files
-// it uploaded. `gridwire submit` calls it before handing the job in.
+// to gridwire-upload URLs, so the stager can fetch them wherever the job runs.
 func UploadInputs(ctx context.Context, js jetstream.JetStream, job *events.Job, opt UploadOptions) (int, error) {
+	return UploadInputsWith(ctx, BucketPut(js), job, opt)
+}
+
+// LocalInputs reports whether the job names inputs on the submitter's disk: stage-in
+// sources and stdin given as plain paths when the job has no default_storage_base.
+func LocalInputs(job events.Job) bool {
+	if job.DefaultStorageBase != "" {
+		return false
+	}
+	for _, f := range job.StageIn {
+		if f.From != "" && !hasScheme(f.From) {
+			return true
+		}
+	}
+	return job.Stdin != "" && !hasScheme(job.Stdin)
+}
+
+// UploadInputsWith uploads the job's local inputs (see LocalInputs) through put and
+// rewrites their names to gridwire-upload URLs; a directory is uploaded file by file. It
+// returns how many files it uploaded. `gridwire submit` calls it before handing the job in.
+func UploadInputsWith(ctx context.Context, put Put, job *events.Job, opt UploadOptions) (int, error) {
 	if job.DefaultStorageBase != "" {
 		return 0, nil
 	}
-	var obs jetstream.ObjectStore
 	n := 0
 	upload := func(field, local string) (string, error) {
 		if local == "" || hasScheme(local) {
 			return local, nil
 		}
-		if obs == nil {
-			var err error
-			if obs, err = EnsureUploadBucket(ctx, js); err != nil {
-				return "", err
-			}
-		}
-		name, k, err := uploadPath(ctx, obs, localPath(opt.Dir, local), opt.Wrap)
+		name, k, err := uploadPath(ctx, put, localPath(opt.Dir, local), opt.Wrap)
 		n += k
 		if err != nil {
 			return "", fmt.Errorf("%s: uploading %s: %w", field, local, err)
@@ -78,14 +107,14 @@ func localPath(dir, p string) string {
 
 // uploadPath uploads a file as <ulid>/<base>, or a directory's files under <ulid>/<base>/,
 // and returns the object name (ending in '/' for a directory).
-func uploadPath(ctx context.Context, obs jetstream.ObjectStore, p string, wrap func(string, int64, io.Reader) io.Reader) (string, int, error) {
+func uploadPath(ctx context.Context, put Put, p string, wrap func(string, int64, io.Reader) io.Reader) (string, int, error) {
 	fi, err := os.Stat(p)
 	if err != nil {
 		return "", 0, err
 	}
 	prefix := ulid.Make().String() + "/" + filepath.Base(p)
 	if !fi.IsDir() {
-		return prefix, 1, uploadFile(ctx, obs, p, prefix, wrap)
+		return prefix, 1, uploadFile(ctx, put, p, prefix, wrap)
 	}
 	n := 0
 	err = filepath.WalkDir(p, func(f string, d fs.DirEntry, err error) error {
@@ -97,12 +126,12 @@ func uploadPath(ctx context.Context, obs jetstream.ObjectStore, p string, wrap f
 			return err
 		}
 		n++
-		return uploadFile(ctx, obs, f, path.Join(prefix, filepath.ToSlash(rel)), wrap)
+		return uploadFile(ctx, put, f, path.Join(prefix, filepath.ToSlash(rel)), wrap)
 	})
 	return prefix + "/", n, err
 }
 
-func uploadFile(ctx context.Context, obs jetstream.ObjectStore, p, name string, wrap func(string, int64, io.Reader) io.Reader) error {
+func uploadFile(ctx context.Context, put Put, p, name string, wrap func(string, int64, io.Reader) io.Reader) error {
 	f, err := os.Open(p)
 	if err != nil {
 		return err
@@ -116,6 +145,5 @@ func uploadFile(ctx context.Context, obs jetstream.ObjectStore, p, name string, 
 	if wrap != nil {
 		r = wrap(p, fi.Size(), f)
 	}
-	_, err = obs.Put(ctx, jetstream.ObjectMeta{Name: name}, r)
-	return err
+	return put(ctx, name, r)
 }

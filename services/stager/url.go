@@ -18,7 +18,7 @@ const (
 	SchemeHTTPS  = "https"
 	SchemeSFTP   = "sftp"
 	SchemeSCP    = "scp"
-	SchemeUpload = "gridwire-upload" // an object in UploadBucket, uploaded with the job
+	SchemeUpload = events.SchemeUpload // an object in UploadBucket, uploaded with the job
 )
 
 // schemes lists every supported scheme, in the order error messages name them.
