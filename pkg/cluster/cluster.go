@@ -66,10 +66,10 @@ type SystemInfo struct {
 	OSVersion         string     `yaml:"os_version,omitempty"`
 	Platform          string     `yaml:"platform,omitempty"`
 	CPUInstructionSet string     `yaml:"cpu_instruction_set,omitempty"`
-	CPUHz             int64      `yaml:"cpu_hz,omitempty"`
+	CPUHz             int64      `yaml:"cpu_hz,omitempty"` // hertz
 	SMPSize           int64      `yaml:"smp_size,omitempty"`
-	RAMSize           int64      `yaml:"ram_size,omitempty"`
-	VirtualSize       int64      `yaml:"virtual_size,omitempty"`
+	RAMSize           int64      `yaml:"ram_size,omitempty"`     // megabytes, as jobs ask
+	VirtualSize       int64      `yaml:"virtual_size,omitempty"` // megabytes
 	Software          []Software `yaml:"software,omitempty"`
 	// Attributes are further resource attributes by name, for requirements with no
 	// field above (JRDL's ram_available, storage_available, free_cpu, availability_1min,

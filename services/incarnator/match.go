@@ -339,7 +339,7 @@ func (t *target) matchResource(key, val string) string {
 	case "clockspeed": // MHz
 		return atLeastText(key, val, info.CPUHz, 1e6, "MHz")
 	case "minramsize": // MB
-		return atLeastText(key, val, info.RAMSize, 1<<20, "MB")
+		return atLeastText(key, val, info.RAMSize, 1, "MB")
 	case "jobmanagertype":
 		if !strings.EqualFold(val, t.cl.LRMS) {
 			return fmt.Sprintf("%s: the job asks for %s, the cluster runs %s", key, val, t.cl.LRMS)

@@ -15,12 +15,12 @@ func matchClusters() []cluster.Cluster {
 		{Name: "hpc", Kind: cluster.KindSSH, Hosts: []string{"login1.hpc.example.org:2222", "login2.hpc.example.org"}, Profile: "slurm", LRMS: "Slurm",
 			Queues: []string{"batch", "debug"}, WorkRoot: "/scratch",
 			Info: cluster.SystemInfo{OSName: "Linux", OSRelease: "5.14.0-362.el9.x86_64", OSVersion: "Rocky 9.3", Platform: "x86_64",
-				CPUInstructionSet: "x86_64-avx512", CPUHz: 2_600_000_000, SMPSize: 64, RAMSize: 256 << 30, VirtualSize: 512 << 30,
+				CPUInstructionSet: "x86_64-avx512", CPUHz: 2_600_000_000, SMPSize: 64, RAMSize: 256 << 10, VirtualSize: 512 << 10,
 				Software: []cluster.Software{{Name: "mvapich", Version: "2.3.7"}, {Name: "abinit", Version: "9.10.3"}, {Name: "orca", Version: "2.6.35"}, {Name: "gcc", Version: "11.4.1"}, {Name: "gcc", Version: "13.2.0"}},
 				Attributes: map[string]string{"ram_available": "100000", "storage_available": "5000", "free_cpu": "32",
 					"availability_15min": "60", "scheduling_plugin": "Default", "gpus": "4"}}},
 		{Name: "old", Kind: cluster.KindSSH, Hosts: []string{"pbs.example.org"}, Profile: "pbs", LRMS: "PBS", Queues: []string{"workq"}, WorkRoot: "/home",
-			Info: cluster.SystemInfo{OSName: "Linux", OSRelease: "3.10.0", Platform: "ppc64le", CPUHz: 1_000_000_000, SMPSize: 8, RAMSize: 16 << 30,
+			Info: cluster.SystemInfo{OSName: "Linux", OSRelease: "3.10.0", Platform: "ppc64le", CPUHz: 1_000_000_000, SMPSize: 8, RAMSize: 16 << 10,
 				Software: []cluster.Software{{Name: "abinit", Version: "6.0"}}}},
 	}
 }
@@ -56,7 +56,7 @@ func TestMatching(t *testing.T) {
 		{name: "cpu_instruction_set unreported", req: events.Requirements{CPUInstructionSet: "*", LRMS: "PBS"}},
 		{name: "smp_size bound", req: events.Requirements{SMPSize: 64}, want: "hpc"},
 		{name: "smp_size too big", req: events.Requirements{SMPSize: 65}},
-		{name: "ram_size", req: events.Requirements{RAMSize: 17 << 30}, want: "hpc"},
+		{name: "ram_size", req: events.Requirements{RAMSize: 17 << 10}, want: "hpc"},
 		{name: "virtual_size", req: events.Requirements{VirtualSize: 1 << 40}},
 		{name: "cpu_hz", req: events.Requirements{CPUHz: 2_000_000_000}, want: "hpc"},
 		{name: "software by name", req: events.Requirements{Software: []events.SoftwareConstraint{{Name: "abinit"}}}, want: "hpc"},

@@ -31,7 +31,7 @@ const fieldsProfile = `<?xml version="1.0"?>
 func siteCluster() cluster.Cluster {
 	return cluster.Cluster{Name: "site", Kind: cluster.KindSSH, Hosts: []string{"gw.site.org:2200"}, User: "grid", Profile: "site", LRMS: "Slurm",
 		Queues: []string{"q1"}, Fields: map[string]string{"SITE": "$SITE_ROOT/x"},
-		Info: cluster.SystemInfo{OSName: "Linux", RAMSize: 1 << 30, Attributes: map[string]string{"gpus": "2"}}}
+		Info: cluster.SystemInfo{OSName: "Linux", RAMSize: 1 << 10, Attributes: map[string]string{"gpus": "2"}}}
 }
 
 func TestSpecialAndOperatorFields(t *testing.T) {
@@ -42,7 +42,7 @@ func TestSpecialAndOperatorFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "run --threads=16 --mode=batch --level=-O3 --fast --site=$SITE_ROOT/x --os=Linux --ram=1073741824 --gpus=2 --via=gw.site.org:2200 --user=grid ./a.out 'x y'"
+	want := "run --threads=16 --mode=batch --level=-O3 --fast --site=$SITE_ROOT/x --os=Linux --ram=1024 --gpus=2 --via=gw.site.org:2200 --user=grid ./a.out 'x y'"
 	if body := inc.Scripts[events.ScriptJob].Body; !strings.Contains(body, "(\n"+want+"\n)") {
 		t.Errorf("JOB does not run\n%s\n%s", want, body)
 	}
