@@ -83,7 +83,14 @@ func (t *Table) Apply(e events.Event) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	t.setLocked(strip(next), ok, old)
+	if ok && next.Job == old.Job {
+		next.Job = nil // already stripped: keep the summary without copying it again
+		next = strip(next)
+		next.Job = old.Job
+	} else {
+		next = strip(next)
+	}
+	t.setLocked(next, ok, old)
 	return true, nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
-	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -33,11 +32,17 @@ func decodeStored(body []byte) (events.Event, error) {
 	return e, err
 }
 
+// envelope holds the attributes the decoder checks but does not keep, as raw bytes.
+type envelope struct {
+	spec, ctype, typ, tm, prevseq []byte
+	hasPrevseq                    bool
+}
+
 // scanEnvelope reads a structured-mode CloudEvent whose attributes are all strings and
-// whose data is JSON.
+// whose data is JSON or base64.
 func scanEnvelope(b []byte) (events.Event, error) {
 	var e events.Event
-	var spec, ctype, typ, tm, prevseq string
+	var env envelope
 	var haveData bool
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
@@ -58,30 +63,30 @@ func scanEnvelope(b []byte) (events.Event, error) {
 			return e, errSlowPath
 		}
 		j = skipSpace(b, j+1)
-		if key == "data_base64" {
+		switch string(key) {
+		case "data_base64":
 			val, end, err := scanString(b, j)
 			if err != nil {
 				return e, err
 			}
-			data, err := base64.StdEncoding.DecodeString(val)
+			data := make([]byte, base64.StdEncoding.DecodedLen(len(val)))
+			n, err := base64.StdEncoding.Decode(data, val)
 			if err != nil {
 				return e, errSlowPath
 			}
-			e.Data, haveData = json.RawMessage(data), true
-			j = end
-		} else if key == "data" {
+			e.Data, haveData, j = json.RawMessage(data[:n:n]), true, end
+		case "data":
 			end, err := skipValue(b, j)
 			if err != nil || b[j] != '{' && b[j] != '[' {
 				return e, errSlowPath
 			}
-			e.Data, haveData = json.RawMessage(b[j:end:end]), true
-			j = end
-		} else {
+			e.Data, haveData, j = json.RawMessage(b[j:end:end]), true, end
+		default:
 			val, end, err := scanString(b, j)
 			if err != nil {
 				return e, err
 			}
-			if !setAttr(&e, key, val, &spec, &ctype, &typ, &tm, &prevseq) {
+			if !setAttr(&e, &env, key, val) {
 				return e, errSlowPath
 			}
 			j = end
@@ -100,59 +105,102 @@ func scanEnvelope(b []byte) (events.Event, error) {
 	if skipSpace(b, i) != len(b) || !haveData {
 		return e, errSlowPath
 	}
-	return finishEnvelope(e, spec, ctype, typ, tm, prevseq)
+	return finishEnvelope(e, env)
 }
 
-func setAttr(e *events.Event, key, val string, spec, ctype, typ, tm, prevseq *string) bool {
-	switch key {
+func setAttr(e *events.Event, env *envelope, key, val []byte) bool {
+	switch string(key) {
 	case "specversion":
-		*spec = val
+		env.spec = val
 	case "id":
-		e.ID = val
+		e.ID = string(val)
 	case "source":
-		e.Source = val
+		e.Source = string(val)
 	case "type":
-		*typ = val
+		env.typ = val
 	case "subject":
-		e.JobID = val
+		e.JobID = string(val)
 	case "datacontenttype":
-		*ctype = val
+		env.ctype = val
 	case "time":
-		*tm = val
+		env.tm = val
 	case events.ExtPrevHash:
-		e.PrevHash = val
+		e.PrevHash = string(val)
 	case events.ExtPrincipal:
-		e.Principal = val
+		e.Principal = string(val)
 	case events.ExtPrevSeq:
-		*prevseq = val
+		env.prevseq, env.hasPrevseq = val, true
 	default:
 		return false
 	}
 	return true
 }
 
-func finishEnvelope(e events.Event, spec, ctype, typ, tm, prevseq string) (events.Event, error) {
-	if spec != "1.0" || ctype != "application/json" || e.ID == "" || e.Source == "" || e.JobID == "" || tm == "" {
+func finishEnvelope(e events.Event, env envelope) (events.Event, error) {
+	if string(env.spec) != "1.0" || string(env.ctype) != "application/json" || e.ID == "" || e.Source == "" ||
+		e.JobID == "" || len(env.tm) == 0 || !plainSource(e.Source) {
 		return e, errSlowPath
 	}
-	if u, err := url.Parse(e.Source); err != nil || u.String() != e.Source {
-		return e, errSlowPath // the SDK keeps the source as a URI reference, re-spelled
-	}
-	if e.Name = events.NameOfType(typ); e.Name == "" || !e.Name.Known() {
+	if e.Name = nameOfType(env.typ); e.Name == "" {
 		return e, errSlowPath
 	}
 	// Only the exact form the SDK writes: other spellings are the SDK's to judge.
-	t, err := time.Parse(time.RFC3339Nano, tm)
-	if err != nil || t.Location() != time.UTC || t.Format(time.RFC3339Nano) != tm {
+	t, err := time.Parse(time.RFC3339Nano, string(env.tm))
+	var buf [40]byte
+	if err != nil || t.Location() != time.UTC || !bytes.Equal(t.AppendFormat(buf[:0], time.RFC3339Nano), env.tm) {
 		return e, errSlowPath
 	}
-	e.Time = t.UTC()
-	if prevseq != "" {
-		if e.PrevSeq, err = strconv.ParseUint(prevseq, 10, 64); err != nil || e.PrevSeq == 0 {
+	e.Time = t
+	if env.hasPrevseq {
+		if e.PrevSeq = parseSeq(env.prevseq); e.PrevSeq == 0 {
 			return e, errSlowPath
 		}
 	}
 	return e, nil
+}
+
+// plainSource reports whether the SDK keeps a source exactly as written: a URI
+// reference that url.Parse reads back unchanged. Sources of letters, digits and / . _ ~ -
+// always are; any other is checked by a round trip.
+func plainSource(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '/' || c == '.' || c == '_' || c == '~' || c == '-') {
+			u, err := url.Parse(s)
+			return err == nil && u.String() == s
+		}
+	}
+	return true
+}
+
+// nameOfType is the known event name of a CloudEvents type, "" for any other.
+func nameOfType(typ []byte) events.Name {
+	mid, ok := bytes.CutPrefix(typ, []byte(events.TypePrefix))
+	if !ok {
+		return ""
+	}
+	if mid, ok = bytes.CutSuffix(mid, []byte(events.TypeSuffix)); !ok {
+		return ""
+	}
+	if n := events.Name(mid); n.Known() {
+		return n
+	}
+	return ""
+}
+
+// parseSeq reads a decimal sequence without sign or leading zero; 0 when malformed.
+func parseSeq(b []byte) uint64 {
+	if len(b) == 0 || len(b) > 19 || b[0] == '0' {
+		return 0
+	}
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n
 }
 
 func skipSpace(b []byte, i int) int {
@@ -163,23 +211,23 @@ func skipSpace(b []byte, i int) int {
 }
 
 // scanString reads a JSON string at b[i] without escapes (an escape is rare in gridwire's
-// attributes and goes to the slow path).
-func scanString(b []byte, i int) (string, int, error) {
+// attributes and goes to the slow path); it returns the string's bytes.
+func scanString(b []byte, i int) ([]byte, int, error) {
 	if i >= len(b) || b[i] != '"' {
-		return "", i, errSlowPath
+		return nil, i, errSlowPath
 	}
 	for j := i + 1; j < len(b); j++ {
 		switch c := b[j]; {
 		case c == '"':
 			if !utf8.Valid(b[i+1 : j]) {
-				return "", j, errSlowPath
+				return nil, j, errSlowPath
 			}
-			return string(b[i+1 : j]), j + 1, nil
+			return b[i+1 : j], j + 1, nil
 		case c == '\\' || c < 0x20:
-			return "", j, errSlowPath
+			return nil, j, errSlowPath
 		}
 	}
-	return "", len(b), errSlowPath
+	return nil, len(b), errSlowPath
 }
 
 // skipValue returns the end of the JSON object or array starting at b[i]; json.Valid on
