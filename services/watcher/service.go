@@ -1,7 +1,10 @@
-// Package watcher follows every started job on its target until it ends, and decides
-// its terminal state once stage-out is recorded. It observes; it never starts, stops or
-// stages anything. A failed observation is recorded as status_unknown, never as an
-// invented end.
+// Package watcher follows every started job on its target until it ends, decides its
+// terminal state once stage-out is recorded, and serves the read side of the log: the
+// job table projection in KV (kept live, rebuilt by Rebuild), the HTTP API of jobs,
+// histories and the live event stream (SSE), other systems' events (POST /v1/events and
+// ExternalSubject), the audit of hash chains, the web page and the metrics. It observes;
+// it never starts, stops or stages anything. A failed observation is recorded as
+// status_unknown, never as an invented end.
 package watcher
 
 import (
