@@ -9,24 +9,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/events/eventstest"
 	"github.com/gridwire/gridwire/pkg/bus"
 )
 
 func openStore(t *testing.T) (*bus.Bus, *events.Store) { return openStoreB(t) }
 
-func openStoreB(t testing.TB) (*bus.Bus, *events.Store) {
-	t.Helper()
-	ctx := context.Background()
-	b, err := bus.Open(ctx, bus.Config{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	if _, err := events.Provision(ctx, b.JS, events.StreamOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return b, events.NewStore(b.Conn, b.JS, "test/store")
-}
+func openStoreB(t testing.TB) (*bus.Bus, *events.Store) { return eventstest.Open(t, "test/store") }
 
 var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 

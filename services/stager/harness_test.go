@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/events/eventstest"
 	"github.com/gridwire/gridwire/pkg/bus"
 )
 
@@ -23,17 +24,8 @@ type env struct {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	ctx := context.Background()
-	b, err := bus.Open(ctx, bus.Config{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	if _, err := events.Provision(ctx, b.JS, events.StreamOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return &env{t: t, bus: b, store: events.NewStore(b.Conn, b.JS, "test/stager"),
-		now: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)}
+	b, store := eventstest.Open(t, "test/stager")
+	return &env{t: t, bus: b, store: store, now: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)}
 }
 
 // testConfig is a config with back-off short enough for tests and no jitter.
