@@ -110,22 +110,35 @@ func BenchmarkSSHStart(b *testing.B) {
 }
 
 // BenchmarkForkStart compares, in one run, the fork target's start rate (start lock,
-// detached session, the job's own shell writing its files) with the raw rate of
-// spawning /bin/true and reaping it, both 8 at a time (the executor's workers).
+// detached session, then the job's own shell runs its JOB script and writes its files)
+// with raw rates of the same machine: spawning and reaping /bin/true, and spawning the
+// same JOB script under /bin/sh without gridwire; all 8 at a time (the executor's
+// workers). The fork rate is bounded by the jobs it starts, which share the CPU.
 func BenchmarkForkStart(b *testing.B) {
 	root := b.TempDir()
 	tg := &ForkTarget{Cluster: "local", Logger: slog.New(slog.DiscardHandler)}
 	const n = 1000
 	for i := 0; i < b.N; i++ {
 		raw := concurrently(b, n, func() error { return exec.Command("/bin/true").Run() })
+		rawJob := concurrently(b, n, func() error {
+			wd := filepath.Join(root, events.NewID())
+			if err := os.MkdirAll(filepath.Join(wd, events.ControlDir), 0o700); err != nil {
+				return err
+			}
+			cmd := exec.Command("/bin/sh", "-c", jobScript(wd, "true"))
+			cmd.Dir = wd
+			return cmd.Run()
+		})
 		fork := concurrently(b, n, func() error {
 			wd := filepath.Join(root, events.NewID())
 			_, err := tg.Start(context.Background(), events.State{JobID: filepath.Base(wd), Incarnation: ptr(forkIncarnation("local", wd, "true"))})
 			return err
 		})
 		b.ReportMetric(raw, "raw-spawns/s")
+		b.ReportMetric(rawJob, "raw-jobs/s")
 		b.ReportMetric(fork, "fork-starts/s")
-		b.ReportMetric(fork/raw, "ratio")
+		b.ReportMetric(fork/raw, "ratio-spawn")
+		b.ReportMetric(fork/rawJob, "ratio-job")
 	}
 }
 
