@@ -160,7 +160,12 @@ func (x *executor) handle(ctx context.Context, d events.Delivery) error {
 		return err
 	}
 	if st.NativeID != "" {
-		return x.act(ctx, st) // started: only a request made meanwhile may be left
+		// Started: only a request made meanwhile may be left. The state folded up to
+		// this delivery may be older than the log; act on the latest.
+		if st, err = x.deps.Store.State(ctx, st.JobID); err != nil {
+			return err
+		}
+		return x.act(ctx, st)
 	}
 	if st.Status != events.StatusQueued {
 		return nil // no longer wanted
