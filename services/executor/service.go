@@ -1,9 +1,16 @@
 // Package executor starts incarnated jobs on their cluster's target and records the
-// run it started. It never waits on a job: it starts it, records the native ID and moves
-// on; the watcher follows the job from there. Any number of executor processes may share
-// one cluster's work through a durable consumer filtered to that cluster, and any of
-// them may die: starting is idempotent, so the process that takes a job over records the
-// run that already exists instead of starting a second one.
+// run it started, and carries out the cancel, hold and resume requests of started jobs.
+// It never waits on a job: it starts it, records the native ID and moves on; the watcher
+// follows the job from there. Any number of executor processes may share one cluster's
+// work through a durable consumer filtered to that cluster, and any of them may die:
+// starting is idempotent, so the process that takes a job over records the run that
+// already exists instead of starting a second one.
+//
+// Targets: ForkTarget (detached processes on this host), ScriptTarget (the profile's
+// START on ssh hosts over pooled connections, or a batch system's clients here), chosen
+// by NewTarget from the cluster's kind and profile. ControlAPI is the HTTP way in for
+// requests. The executor does not render scripts (the incarnator does) nor observe jobs
+// (the watcher does).
 package executor
 
 import (
