@@ -108,6 +108,25 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// BenchmarkRebuildInMemory is a replay without writing the projection: reading the
+// stream, decoding and folding.
+func BenchmarkRebuildInMemory(b *testing.B) {
+	bus, _ := openBus(b)
+	_, total := fillStream(b, bus.JS, 20000)
+	b.ResetTimer()
+	var rate float64
+	cpu0 := cpuTime()
+	for i := 0; i < b.N; i++ {
+		_, res, err := Rebuild(context.Background(), bus.JS, RebuildOptions{})
+		if err != nil || int(res.Events) != total {
+			b.Fatalf("folded %d of %d events: %v", res.Events, total, err)
+		}
+		rate += res.Rate()
+	}
+	b.ReportMetric(rate/float64(b.N), "events/s")
+	b.ReportMetric(float64(total*b.N)/(cpuTime()-cpu0).Seconds(), "events/cpu-s")
+}
+
 // BenchmarkFold is the fold alone: decoding and folding stored bodies in memory.
 func BenchmarkFold(b *testing.B) {
 	bodies := sampleBodies(b)

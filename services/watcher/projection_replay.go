@@ -288,7 +288,7 @@ func freshBucket(ctx context.Context, js jetstream.JetStream, name string) (jets
 // writeProjection writes rows, then the stamp, to a projection bucket: the stamp lands
 // only after every row it covers, so a reader never sees a stamp ahead of its rows.
 func writeProjection(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, rows []Row, meta Meta) error {
-	const window = 2048
+	const window = 16384
 	for len(rows) > 0 {
 		n := min(window, len(rows))
 		if err := writeRows(ctx, js, kv.Bucket(), rows[:n]); err != nil {
