@@ -185,3 +185,43 @@ func TestScriptVariablesAreQuoted(t *testing.T) {
 		t.Fatal("a value ran as shell")
 	}
 }
+
+// A PBS START prints "ID.server"; the profile's pattern keeps the whole of it as the
+// native ID, which HOLD then gets as $GW_NATIVE_ID.
+func TestBatchTargetPBSNativeIDAndControl(t *testing.T) {
+	bin := t.TempDir()
+	rec := filepath.Join(bin, "rec")
+	for name, body := range map[string]string{
+		"qsub":  "echo '4242.pbs-server'",
+		"qhold": "echo \"qhold $*\" > '" + rec + "'",
+	} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	wd := filepath.Join(t.TempDir(), events.NewID())
+	inc := events.IncarnatedData{Cluster: "pbs", WorkDir: wd, NativeIDPattern: `^\s*([0-9]+(?:\.[A-Za-z0-9._-]+)?)\s*$`,
+		Scripts: map[string]events.Script{
+			events.ScriptJob:   {Body: jobScript(wd, "true")},
+			events.ScriptStart: {Body: "cd \"$GW_WORKDIR\" || exit 1\nexec qsub \"$GW_WORKDIR\"/.gridwire/job.sh\n"},
+			events.ScriptHold:  {Body: "qhold \"$GW_NATIVE_ID\""},
+		}}
+	tg := &ScriptTarget{Cluster: "pbs", Shells: []Shell{LocalShell{}}, Batch: true}
+	st := events.State{JobID: filepath.Base(wd), Incarnation: &inc}
+	run, err := tg.Start(context.Background(), st)
+	if err != nil || run.NativeID != "4242.pbs-server" {
+		t.Fatalf("start: %+v %v; want native ID 4242.pbs-server", run, err)
+	}
+	st.NativeID, st.Host = run.NativeID, run.Host
+	if out, err := tg.Control(context.Background(), st, events.ScriptHold); err != nil || !out.ok() {
+		t.Fatalf("HOLD: %v %s", err, out.describe())
+	}
+	if b, _ := os.ReadFile(rec); string(b) != "qhold 4242.pbs-server\n" {
+		t.Errorf("HOLD ran %q", b)
+	}
+	// A profile without the script: recorded as a failed action, not retried forever.
+	if out, err := tg.Control(context.Background(), st, events.ScriptResume); err != nil || out.ok() || !strings.Contains(out.describe(), "no RESUME script") {
+		t.Errorf("RESUME without a script: %v %s", err, out.describe())
+	}
+}
