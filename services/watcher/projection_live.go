@@ -28,12 +28,25 @@ type projector struct {
 }
 
 // runProjector maintains the projection in bucket until ctx ends.
+//
+// A failure (the server restarting, a write that times out) does not stop the watcher:
+// the projector starts again from what its bucket holds, after a back-off, because a
+// projection can always be rebuilt from its stamp and the log.
 func runProjector(ctx context.Context, js jetstream.JetStream, bucket string, every time.Duration, log *slog.Logger, m *Metrics) error {
-	err := project(ctx, js, bucket, every, log, m)
-	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-		return nil // stopped while starting
+	wait := 250 * time.Millisecond
+	for {
+		err := project(ctx, js, bucket, every, log, m)
+		if ctx.Err() != nil {
+			return nil
+		}
+		log.Warn("projector stopped; starting again", "projection", bucket, "in", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 5*time.Second)
 	}
-	return err
 }
 
 func project(ctx context.Context, js jetstream.JetStream, bucket string, every time.Duration, log *slog.Logger, m *Metrics) error {
