@@ -2,12 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"time"
 
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/services/watcher"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )
@@ -51,33 +53,28 @@ func replayCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var diffs []watcher.Difference
+			var cmp *watcher.Comparison
 			if live != "" && live != bucket {
-				if diffs, err = watcher.Compare(cmd.Context(), sys.bus.JS, live, table, res.Seq); err != nil {
+				c, err := watcher.Compare(cmd.Context(), sys.bus.JS, live, table, res.Seq)
+				switch {
+				case errors.Is(err, jetstream.ErrBucketNotFound):
+					fmt.Fprintf(e.stderr, "gridwire: no live projection %s to compare with (no watcher has run)\n", live)
+				case err != nil:
 					return err
+				default:
+					cmp = &c
 				}
 			}
 			if asJSON {
 				return json.NewEncoder(e.stdout).Encode(struct {
 					watcher.RebuildResult
-					Rate        float64              `json:"events_per_second"`
-					Differences []watcher.Difference `json:"differences"`
-				}{res, res.Rate(), diffs})
+					Rate       float64             `json:"events_per_second"`
+					Comparison *watcher.Comparison `json:"comparison,omitempty"`
+				}{res, res.Rate(), cmp})
 			}
 			fmt.Fprintf(e.stdout, "replayed %d events (%d refused) of %d jobs up to seq %d into %s in %s: %.0f events/s\n",
 				res.Events, res.Refused, res.Jobs, res.Seq, bucket, res.Duration.Round(time.Millisecond), res.Rate())
-			if live == "" || live == bucket {
-				return nil
-			}
-			for _, d := range diffs {
-				fmt.Fprintf(e.stdout, "differs: job %s: live %s, rebuilt %s\n", d.Job, rowSummary(d.Live), rowSummary(d.Rebuilt))
-			}
-			if len(diffs) > 0 {
-				fmt.Fprintf(e.stdout, "%d jobs differ from the live projection %s\n", len(diffs), live)
-				return exitCode(1)
-			}
-			fmt.Fprintf(e.stdout, "identical to the live projection %s\n", live)
-			return nil
+			return reportComparison(e, live, cmp)
 		},
 	}
 	f.register(cmd.Flags(), e)
@@ -93,4 +90,25 @@ func rowSummary(r *watcher.Row) string {
 		return "missing"
 	}
 	return fmt.Sprintf("%s after %d events (seq %d)", r.Status, r.Events, r.LastSeq)
+}
+
+// reportComparison prints how the live projection compares; differences exit 1.
+func reportComparison(e *env, live string, c *watcher.Comparison) error {
+	if c == nil {
+		return nil
+	}
+	for _, d := range c.Differences {
+		fmt.Fprintf(e.stdout, "differs: job %s: live %s, rebuilt %s\n", d.Job, rowSummary(d.Live), rowSummary(d.Rebuilt))
+	}
+	if len(c.Differences) > 0 {
+		fmt.Fprintf(e.stdout, "%d jobs differ from the live projection %s\n", len(c.Differences), live)
+		return exitCode(1)
+	}
+	if c.Behind > 0 {
+		fmt.Fprintf(e.stdout, "identical to the live projection %s up to its stamp %d; %d jobs have events it has not folded yet\n",
+			live, c.LiveSeq, c.Behind)
+		return nil
+	}
+	fmt.Fprintf(e.stdout, "identical to the live projection %s\n", live)
+	return nil
 }

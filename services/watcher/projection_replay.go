@@ -336,33 +336,44 @@ type Difference struct {
 	Rebuilt *Row   `json:"rebuilt,omitempty"` // nil: missing from the rebuild
 }
 
-// Compare checks the live projection in bucket against a rebuilt table of the log up to
-// sequence upTo. A live row stamped after upTo has moved on since the rebuild read the
-// log and is not compared; every other row must be identical.
-func Compare(ctx context.Context, js jetstream.JetStream, bucket string, rebuilt *Table, upTo uint64) ([]Difference, error) {
+// Comparison is the result of Compare.
+type Comparison struct {
+	LiveSeq     uint64       `json:"live_seq"`    // the live projection's stamp
+	Behind      int          `json:"behind"`      // jobs with events the live projection has not folded yet
+	Differences []Difference `json:"differences"` // rows that differ where both saw the same events
+}
+
+// Compare checks the live projection in bucket against a table rebuilt from the log up
+// to sequence upTo. A row is compared where both have folded the same events: a live row
+// stamped after upTo has moved on since the rebuild read the log, and a rebuilt row
+// stamped after the live projection's stamp holds events it has not folded yet (it is
+// behind, not wrong). Every other row must be identical, and present on both sides.
+func Compare(ctx context.Context, js jetstream.JetStream, bucket string, rebuilt *Table, upTo uint64) (Comparison, error) {
 	kv, err := js.KeyValue(ctx, bucket)
 	if err != nil {
-		return nil, fmt.Errorf("live projection %s: %w", bucket, err)
+		return Comparison{}, fmt.Errorf("live projection %s: %w", bucket, err)
 	}
-	live, _, err := loadProjection(ctx, kv)
+	live, stamp, err := loadProjection(ctx, kv)
 	if err != nil {
-		return nil, err
+		return Comparison{}, err
 	}
-	var diffs []Difference
+	c := Comparison{LiveSeq: stamp, Differences: []Difference{}}
 	for _, r := range rebuilt.Rows() {
 		l, ok := live.Row(r.JobID)
 		switch {
+		case ok && l.LastSeq > upTo:
+		case r.LastSeq > stamp:
+			c.Behind++
 		case !ok:
-			diffs = append(diffs, Difference{Job: r.JobID, Rebuilt: &r})
-		case l.LastSeq > upTo:
+			c.Differences = append(c.Differences, Difference{Job: r.JobID, Rebuilt: &r})
 		case !bytes.Equal(encodeRow(l), encodeRow(r)):
-			diffs = append(diffs, Difference{Job: r.JobID, Live: &l, Rebuilt: &r})
+			c.Differences = append(c.Differences, Difference{Job: r.JobID, Live: &l, Rebuilt: &r})
 		}
 	}
 	for _, l := range live.Rows() {
 		if _, ok := rebuilt.Row(l.JobID); !ok && l.LastSeq <= upTo {
-			diffs = append(diffs, Difference{Job: l.JobID, Live: &l})
+			c.Differences = append(c.Differences, Difference{Job: l.JobID, Live: &l})
 		}
 	}
-	return diffs, nil
+	return c, nil
 }

@@ -272,8 +272,8 @@ func TestCompareFindsDifferences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, err := Compare(context.Background(), b.JS, JobsBucket, table, res.Seq); err != nil || len(d) != 0 {
-		t.Fatalf("identical projections differ: %v %v", d, err)
+	if c, err := Compare(context.Background(), b.JS, JobsBucket, table, res.Seq); err != nil || len(c.Differences) != 0 || c.Behind != 0 {
+		t.Fatalf("identical projections differ: %+v %v", c, err)
 	}
 	kv, _ := b.JS.KeyValue(context.Background(), JobsBucket)
 	r, _ := table.Row(a)
@@ -284,7 +284,8 @@ func TestCompareFindsDifferences(t *testing.T) {
 	if err := kv.Delete(context.Background(), JobKey(c)); err != nil {
 		t.Fatal(err)
 	}
-	d, err := Compare(context.Background(), b.JS, JobsBucket, table, res.Seq)
+	c2, err := Compare(context.Background(), b.JS, JobsBucket, table, res.Seq)
+	d := c2.Differences
 	if err != nil || len(d) != 2 {
 		t.Fatalf("differences %+v (%v), want a changed row and a missing one", d, err)
 	}
@@ -295,4 +296,28 @@ func TestCompareFindsDifferences(t *testing.T) {
 			t.Errorf("unexpected difference %+v", x)
 		}
 	}
+	// A live projection that has not folded the last events is behind, not different.
+	meta, _ := json.Marshal(Meta{Seq: res.Seq - 1})
+	if _, err := kv.Put(context.Background(), MetaKey, meta); err != nil {
+		t.Fatal(err)
+	}
+	r, _ = table.Row(c)
+	if _, err := kv.Put(context.Background(), JobKey(c), encodeRow(r)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(context.Background(), JobKey(a), encodeRow(mustRow(t, table, a))); err != nil {
+		t.Fatal(err)
+	}
+	if c3, err := Compare(context.Background(), b.JS, JobsBucket, table, res.Seq); err != nil || c3.Behind != 1 || len(c3.Differences) != 0 {
+		t.Fatalf("a projection one event behind: %+v %v, want 1 job behind and no difference", c3, err)
+	}
+}
+
+func mustRow(t *testing.T, tb *Table, id string) Row {
+	t.Helper()
+	r, ok := tb.Row(id)
+	if !ok {
+		t.Fatalf("no row for %s", id)
+	}
+	return r
 }
