@@ -187,8 +187,8 @@ func (s *slowTarget) Start(ctx context.Context, st events.State) (events.Started
 // worker meanwhile.
 func TestSlowStartKeepsItsDelivery(t *testing.T) {
 	e := newEnv(t)
-	tg := &slowTarget{ForkTarget: ForkTarget{Cluster: "local"}, delay: 2500 * time.Millisecond}
-	e.run(Config{Cluster: localCluster(), ID: "x1", AckWait: time.Second, Workers: 2}, tg)
+	tg := &slowTarget{ForkTarget: ForkTarget{Cluster: "local"}, delay: 4 * time.Second}
+	e.run(Config{Cluster: localCluster(), ID: "x1", AckWait: 1500 * time.Millisecond, Workers: 2}, tg)
 	id := e.queue(newForkJob(t, "true"))
 	e.waitFor(id, "started", func(s events.State) bool { return s.NativeID != "" })
 	if n := tg.calls.Load(); n != 1 {
