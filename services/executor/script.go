@@ -105,7 +105,7 @@ func (s *ScriptTarget) Start(ctx context.Context, st events.State) (events.Start
 		if err != nil {
 			return events.StartedData{}, fmt.Errorf("START of job %s on %s: %w", st.JobID, sh.Host(), err)
 		}
-		return events.StartedData{Cluster: s.Cluster, Host: sh.Host(), HostKey: sh.HostKey(), NativeID: id,
+		return events.StartedData{Cluster: s.Cluster, Host: sh.Host(), HostKey: out.HostKey, NativeID: id,
 			Running: !s.Batch, Adopted: res.verdict != "ran"}, nil
 	}
 }

@@ -20,8 +20,6 @@ type Shell interface {
 	// Host names the host as the cluster config does ("" parts filled in), recorded in
 	// the started event so the watcher probes the same host.
 	Host() string
-	// HostKey is the SHA256 fingerprint of the host's key, "" for this host.
-	HostKey() string
 	// Run runs script under the host's /bin/sh-compatible shell. A non-zero exit is an
 	// Output, not an error; errors are failures to run at all.
 	Run(ctx context.Context, script string) (Output, error)
@@ -36,6 +34,9 @@ type Shell interface {
 type Output struct {
 	Stdout, Stderr []byte
 	ExitCode       int
+	// HostKey is the SHA256 fingerprint of the host key verified for the connection the
+	// script ran over; "" on this host.
+	HostKey string
 }
 
 // ok reports a zero exit.
@@ -81,9 +82,6 @@ func (LocalShell) Host() string {
 	h, _ := os.Hostname()
 	return h
 }
-
-// HostKey implements Shell.
-func (LocalShell) HostKey() string { return "" }
 
 // Run implements Shell.
 func (LocalShell) Run(ctx context.Context, script string) (Output, error) {

@@ -39,15 +39,6 @@ type SSHShell struct {
 // Host implements Shell.
 func (s SSHShell) Host() string { return s.Addr }
 
-// HostKey implements Shell: the fingerprint of the key the live connection verified.
-func (s SSHShell) HostKey() string {
-	c, err := s.Pool.Client(context.Background(), s.Addr)
-	if err != nil {
-		return ""
-	}
-	return c.HostKeyFingerprint()
-}
-
 // Run implements Shell.
 func (s SSHShell) Run(ctx context.Context, script string) (Output, error) {
 	c, err := s.Pool.Client(ctx, s.Addr)
@@ -58,7 +49,7 @@ func (s SSHShell) Run(ctx context.Context, script string) (Output, error) {
 	if err != nil {
 		return Output{}, err
 	}
-	return Output{Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode}, nil
+	return Output{Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode, HostKey: c.HostKeyFingerprint()}, nil
 }
 
 // WriteFile implements Shell over SFTP: upload beside the target, then rename over it.
