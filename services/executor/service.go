@@ -132,7 +132,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 			Durable:    "executor-" + cfg.Cluster.Name,
 			Filters:    []string{events.TypeFilter(events.Queued, cfg.Cluster.Name)},
 			Workers:    cfg.Workers,
-			Batch:      cfg.Workers,
+			Batch:      min(cfg.Workers, 8), // small: a dead process strands few deliveries
 			MaxDeliver: cfg.MaxDeliver,
 			AckWait:    cfg.AckWait,
 			Logger:     log, OnExhausted: x.exhausted,
