@@ -1,3 +1,5 @@
+//go:build e2e
+
 package incarnator
 
 import (
@@ -12,13 +14,13 @@ import (
 	"github.com/gridwire/gridwire/pkg/shellquote"
 )
 
-// TestSlurmProfileOnRealSlurm runs the slurm profile's scripts against a real Slurm
-// (set GRIDWIRE_SLURM_CONF to its slurm.conf; /work/shared/notes/test-servers.md says how
-// to start one on this machine). The fake-command tests cover the same scripts without it.
+// TestSlurmProfileOnRealSlurm runs the slurm profile's scripts against the real Slurm
+// that .ci/e2e starts (SLURM_CONF names its slurm.conf). The fake-command tests of
+// make test cover the same scripts without it.
 func TestSlurmProfileOnRealSlurm(t *testing.T) {
-	conf := os.Getenv("GRIDWIRE_SLURM_CONF")
+	conf := os.Getenv("SLURM_CONF")
 	if conf == "" {
-		t.Skip("GRIDWIRE_SLURM_CONF not set: no real Slurm to run against")
+		t.Fatal("SLURM_CONF is not set: the e2e suite starts Slurm and sets it (.ci/e2e)")
 	}
 	root := t.TempDir()
 	os.Chmod(root, 0o755)
