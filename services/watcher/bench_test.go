@@ -175,7 +175,7 @@ func BenchmarkSSEFanout(b *testing.B) {
 			n := 0
 			for sc.Scan() {
 				line := sc.Bytes()
-				if bytes.HasPrefix(line, []byte(": ")) {
+				if bytes.HasPrefix(line, []byte(": gridwire")) {
 					ready.Done()
 				}
 				if bytes.HasPrefix(line, []byte("data: ")) {
@@ -214,4 +214,51 @@ func BenchmarkSSEFanout(b *testing.B) {
 	b.ReportMetric(float64(b.N*clients)/took.Seconds(), "deliveries/s")
 	b.ReportMetric(float64(b.N)/took.Seconds(), "events/s")
 	b.ReportMetric(float64((took - published).Milliseconds()), "ms-drain-after-append")
+}
+
+// BenchmarkSSELatency appends one event at a time and waits until all 100 SSE clients
+// have it: ns/op is the time from an append to its arrival at the last client.
+func BenchmarkSSELatency(b *testing.B) {
+	const clients = 100
+	bus, st := openBus(b)
+	a := &API{Store: st, JS: bus.JS}
+	mux := http.NewServeMux()
+	a.Routes(mux)
+	url := newLoopbackServer(b, mux)
+	got := make(chan struct{}, clients*4)
+	var ready sync.WaitGroup
+	for i := 0; i < clients; i++ {
+		ready.Add(1)
+		resp, err := http.Get(url + "/v1/events")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { resp.Body.Close() })
+		go func() {
+			sc := bufio.NewScanner(resp.Body)
+			sc.Buffer(make([]byte, 64<<10), 1<<20)
+			for sc.Scan() {
+				switch line := sc.Bytes(); {
+				case bytes.HasPrefix(line, []byte(": gridwire")):
+					ready.Done()
+				case bytes.HasPrefix(line, []byte("data: ")):
+					got <- struct{}{}
+				}
+			}
+		}()
+	}
+	ready.Wait()
+	id := events.NewID()
+	e, _ := events.New(id, events.HoldRequested, "", t0, events.Note{Reason: "latency"})
+	e.Source = "bench/sse"
+	body, _ := e.Encode()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := bus.JS.Publish(context.Background(), events.Subject(id, events.HoldRequested, ""), body); err != nil {
+			b.Fatal(err)
+		}
+		for range clients {
+			<-got
+		}
+	}
 }
