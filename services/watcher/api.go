@@ -84,7 +84,7 @@ func (a *API) mirror(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sub, err := a.JS.Conn().Subscribe(ExternalSubject, a.publishNATS)
+	sub, err := a.JS.Conn().QueueSubscribe(ExternalSubject, "gridwire-api", a.publishNATS)
 	if err != nil {
 		return fmt.Errorf("subscribing to %s: %w", ExternalSubject, err)
 	}

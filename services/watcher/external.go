@@ -16,9 +16,10 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// ExternalSubject is the NATS subject (request/reply) on which other systems publish job
-// events into gridwire, as with POST /v1/events. The request carries the structured
-// CloudEvent as its data and the bearer token in an Authorization header.
+// ExternalSubject is the NATS subject (request/reply, answered by one gateway process
+// of a queue group) on which other systems publish job events into gridwire, as with
+// POST /v1/events. The request carries the structured CloudEvent as its data and the
+// bearer token in an Authorization header.
 const ExternalSubject = "gridwire.api.events"
 
 // StatusHeader carries the HTTP status of a refused external event in the NATS reply.
