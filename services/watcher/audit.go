@@ -12,7 +12,7 @@ import (
 // Break is the first broken link of one job's history.
 type Break struct {
 	Job     string      `json:"job"`
-	Seq     uint64      `json:"seq"`               // stream sequence of the offending event
+	Seq     uint64      `json:"seq"`                // stream sequence of the offending event
 	EventID string      `json:"event_id,omitempty"` // its CloudEvents id, when it decodes
 	Event   events.Name `json:"event,omitempty"`
 	Problem string      `json:"problem"`
