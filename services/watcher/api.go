@@ -15,11 +15,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// LogStore is what the read API needs of the event store: reading histories and the
-// stream, and appending external events under the same rules as gridwire's own.
+// LogStore is what the read API needs of the event store: reading a job's history, and
+// appending external events under the same rules as gridwire's own.
 type LogStore interface {
 	Load(ctx context.Context, jobID string) (events.History, error)
-	Scan(ctx context.Context, filter string, from uint64, max int) ([]events.Event, bool, error)
 	Decide(ctx context.Context, jobID string, decide events.Decision) (events.State, error)
 }
 
