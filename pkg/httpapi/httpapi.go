@@ -1,6 +1,7 @@
 // Package httpapi holds what every gridwire HTTP handler shares: the one typed error that
-// crosses the API boundary (status, stable code, detail naming the field and position)
-// and JSON writing. It owns no routes.
+// crosses the API boundary (status, stable code, detail naming the field and position),
+// JSON writing, and authentication (bearer tokens from the config, each a principal with
+// permissions, and which permission each kind of request needs). It owns no routes.
 package httpapi
 
 import (
