@@ -16,13 +16,14 @@ import (
 // event into its table and writes the rows that changed, then the stamp, every flush
 // interval. Several watchers may run one each: they write the same rows.
 type projector struct {
-	js     jetstream.JetStream
-	kv     jetstream.KeyValue
-	table  *Table
-	log    *slog.Logger
-	every  time.Duration
-	dirty  map[string]bool
-	folded uint64 // stream sequence of the last event folded
+	js      jetstream.JetStream
+	kv      jetstream.KeyValue
+	table   *Table
+	log     *slog.Logger
+	every   time.Duration
+	dirty   map[string]bool
+	folded  uint64 // stream sequence of the last event folded
+	written uint64 // the stamp last written
 	// metrics, when set, observe each new event's append latency.
 	metrics *Metrics
 }
@@ -58,6 +59,7 @@ func project(ctx context.Context, js jetstream.JetStream, bucket string, every t
 	if p.table, p.folded, err = loadProjection(ctx, kv); err != nil {
 		return err
 	}
+	p.written = p.folded
 	return p.run(ctx)
 }
 
@@ -105,7 +107,33 @@ func (t *Table) setEntry(entry jetstream.KeyValueEntry) (uint64, error) {
 	return 0, nil
 }
 
+// run folds the log into the projection until ctx ends. A consumer that stops or a
+// write that fails (the server restarting, say) is retried from what was folded: the
+// projection falls behind for a while, it never stops the watcher.
 func (p *projector) run(ctx context.Context) error {
+	for {
+		err := p.consume(ctx)
+		if ctx.Err() != nil {
+			// A last flush with a context of its own; if it cannot be written, the next
+			// start folds those events again from the stamp.
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := p.flush(fctx); err != nil {
+				p.log.Warn("projection: last flush failed", "seq", p.folded, "err", err)
+			}
+			return nil
+		}
+		p.log.Warn("projection interrupted; resuming", "seq", p.folded, "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// consume folds events from the one after the last folded until ctx ends or reading or
+// writing fails.
+func (p *projector) consume(ctx context.Context) error {
 	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{events.SubjectAll}}
 	if p.folded > 0 {
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, p.folded+1
@@ -140,33 +168,24 @@ func (p *projector) run(ctx context.Context) error {
 func (p *projector) loop(ctx context.Context, msgs <-chan jetstream.Msg) error {
 	tick := time.NewTicker(p.every)
 	defer tick.Stop()
-	written := p.folded
 	for {
 		select {
 		case <-ctx.Done():
-			// A last flush with a context of its own: what was folded is not lost.
-			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			return p.flush(fctx, written)
+			return ctx.Err()
 		case m, ok := <-msgs:
 			if !ok {
 				return errors.New("projection consumer stopped")
 			}
 			p.fold(m)
 			if len(p.dirty) >= 4096 {
-				if err := p.flush(ctx, written); err != nil {
+				if err := p.flush(ctx); err != nil {
 					return err
 				}
-				written = p.folded
 			}
 		case <-tick.C:
-			if p.folded == written {
-				continue
-			}
-			if err := p.flush(ctx, written); err != nil {
+			if err := p.flush(ctx); err != nil {
 				return err
 			}
-			written = p.folded
 		}
 	}
 }
@@ -193,8 +212,8 @@ func (p *projector) fold(m jetstream.Msg) {
 }
 
 // flush writes the rows that changed since the last flush, then the stamp.
-func (p *projector) flush(ctx context.Context, written uint64) error {
-	if p.folded == written && len(p.dirty) == 0 {
+func (p *projector) flush(ctx context.Context) error {
+	if p.folded == p.written && len(p.dirty) == 0 {
 		return nil
 	}
 	rows := make([]Row, 0, len(p.dirty))
@@ -209,5 +228,6 @@ func (p *projector) flush(ctx context.Context, written uint64) error {
 		return err
 	}
 	clear(p.dirty)
+	p.written = p.folded
 	return nil
 }
