@@ -52,7 +52,7 @@ func serve(ctx context.Context, e *env, f *busFlags, httpAddr string) error {
 		return err
 	}
 	if sys.readAPI != nil {
-		sys.readAPI.Auth = auth
+		sys.readAPI.Auth, sys.readAPI.Logger = auth, sys.log.With("service", "api")
 		g.Go(func() error { return sys.readAPI.Run(gctx) })
 	}
 	srv := &http.Server{Handler: auth.Middleware(sys.routes()), ReadHeaderTimeout: 10 * time.Second}

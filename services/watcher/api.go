@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -36,6 +37,8 @@ type API struct {
 	Auth *httpapi.Auth
 	// Now is the clock for external events (default time.Now).
 	Now func() time.Time
+	// Logger is for trouble the API works around (default: discard).
+	Logger *slog.Logger
 
 	once    sync.Once
 	table   *Table
@@ -88,9 +91,27 @@ func (a *API) mirror(ctx context.Context) error {
 		return fmt.Errorf("subscribing to %s: %w", ExternalSubject, err)
 	}
 	defer sub.Unsubscribe()
+	// A watch that ends (the server restarting, say) is started again: the table keeps
+	// what it has meanwhile, and rows only ever move forward.
+	for {
+		err := a.watch(ctx, kv)
+		if ctx.Err() != nil {
+			return nil
+		}
+		a.logger().Warn("projection mirror interrupted; resuming", "bucket", bucket, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// watch copies the bucket's rows and every later change into the table.
+func (a *API) watch(ctx context.Context, kv jetstream.KeyValue) error {
 	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
 	if err != nil {
-		return fmt.Errorf("mirroring projection %s: %w", bucket, err)
+		return err
 	}
 	defer w.Stop()
 	t := a.Jobs()
@@ -100,16 +121,23 @@ func (a *API) mirror(ctx context.Context) error {
 			return nil
 		case entry, ok := <-w.Updates():
 			if !ok {
-				return fmt.Errorf("mirroring projection %s: watch ended", bucket)
+				return errors.New("watch ended")
 			}
 			if entry == nil {
 				continue
 			}
 			if _, err := t.setEntry(entry); err != nil {
-				return fmt.Errorf("mirroring projection %s: %w", bucket, err)
+				a.logger().Warn("projection row left out", "key", entry.Key(), "err", err)
 			}
 		}
 	}
+}
+
+func (a *API) logger() *slog.Logger {
+	if a.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return a.Logger
 }
 
 // JobView is a job as the API shows it.
