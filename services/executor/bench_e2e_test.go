@@ -4,9 +4,11 @@ package executor
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/pkg/cluster"
@@ -42,5 +44,50 @@ func BenchmarkE2ESSHStarts(b *testing.B) {
 		b.ReportMetric(openssh, "openssh-cm-cmds/s")
 		b.ReportMetric(gw, "gridwire-starts/s")
 		b.ReportMetric(gw/openssh, "ratio")
+	}
+}
+
+// BenchmarkE2ESlurmSubmit compares, in one run against a real Slurm (SLURM_CONF), the
+// executor's submission of a job (JOB script written, sbatch under the start lock, the
+// native ID parsed) with `sbatch --wrap true` run directly; both 8 at a time. It
+// isolates what the executor adds to a submission from the rest of the pipeline.
+func BenchmarkE2ESlurmSubmit(b *testing.B) {
+	if os.Getenv("SLURM_CONF") == "" {
+		b.Fatal("SLURM_CONF is not set: start Slurm with scripts/start-slurm.sh")
+	}
+	root := b.TempDir()
+	tg := &ScriptTarget{Cluster: "hpc", Shells: []Shell{LocalShell{}}, Batch: true}
+	const n = 300
+	for i := 0; i < b.N; i++ {
+		gw := concurrently(b, n, func() error {
+			wd := filepath.Join(root, events.NewID())
+			inc := batchIncarnation(wd)
+			inc.Scripts[events.ScriptStart] = events.Script{Body: "set -f\nexec sbatch --parsable --job-name=\"$GW_JOB_ID\" --chdir=\"$GW_WORKDIR\" " +
+				"--output=/dev/null --error=/dev/null \"$GW_WORKDIR\"/.gridwire/job.sh\n"}
+			_, err := tg.Start(context.Background(), events.State{JobID: filepath.Base(wd), Incarnation: &inc})
+			return err
+		})
+		drain(b)
+		direct := concurrently(b, n, func() error {
+			return exec.Command("sbatch", "--parsable", "--chdir="+root, "--output=/dev/null", "--error=/dev/null", "--wrap", "true").Run()
+		})
+		drain(b)
+		b.ReportMetric(direct, "sbatch-submits/s")
+		b.ReportMetric(gw, "gridwire-submits/s")
+		b.ReportMetric(100*(direct/gw-1), "overhead-%")
+	}
+}
+
+// drain waits until Slurm has no jobs left, so each side starts from an empty queue.
+func drain(b *testing.B) {
+	for {
+		out, err := exec.Command("squeue", "-h", "-o", "%i").Output()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(out) == 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
