@@ -142,21 +142,7 @@ func TestReplayAndAuditVerbs(t *testing.T) {
 		h.waitEnd(id)
 	}
 	url := "--nats-url=" + h.server.ClientURL()
-	stream, _ := h.client.JS.Stream(context.Background(), events.Stream)
-	last := stream.CachedInfo().State.LastSeq
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		kv, err := h.client.JS.KeyValue(context.Background(), watcher.JobsBucket)
-		if err == nil {
-			if e, err := kv.Get(context.Background(), watcher.MetaKey); err == nil && strings.Contains(string(e.Value()), `"seq":`+strconv.FormatUint(last, 10)+`,`) {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the live projection did not reach the end of the log")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitProjection(t, h)
 	out, errOut, err := runCLI(context.Background(), "replay", url)
 	if err != nil || !strings.Contains(out, "identical to the live projection gridwire-jobs") || !strings.Contains(out, " of 3 jobs ") {
 		t.Fatalf("replay: %v\n%s\n%s", err, out, errOut)
@@ -178,5 +164,45 @@ func TestReplayAndAuditVerbs(t *testing.T) {
 	}
 	if _, _, err := runCLI(context.Background(), "audit", "verify", url); err == nil {
 		t.Fatal("audit verify with neither an ID nor --all ran")
+	}
+}
+
+// waitProjection waits until the live projection's stamp is the log's last sequence.
+func waitProjection(t *testing.T, h *harness) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		stream, err := h.client.JS.Stream(context.Background(), events.Stream)
+		if err == nil {
+			last := stream.CachedInfo().State.LastSeq
+			kv, err := h.client.JS.KeyValue(context.Background(), watcher.JobsBucket)
+			if err == nil {
+				if e, err := kv.Get(context.Background(), watcher.MetaKey); err == nil && strings.Contains(string(e.Value()), `"seq":`+strconv.FormatUint(last, 10)+`,`) {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the live projection did not reach the end of the log")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// The NATS server restarts while jobs run: the live projection catches up by itself and
+// a replay from scratch still equals it.
+func TestProjectionSurvivesServerRestart(t *testing.T) {
+	h := newHarness(t)
+	before := h.submitJSON(gated())
+	h.waitFor(before, "RUNNING", isRunning)
+	h.restartServer()
+	h.release(before, "0")
+	after := h.submitJSON(map[string]any{"version": 3, "executable": "/bin/true"})
+	h.waitEnd(before)
+	h.waitEnd(after)
+	waitProjection(t, h)
+	out, errOut, err := runCLI(context.Background(), "replay", "--nats-url="+h.server.ClientURL())
+	if err != nil || !strings.Contains(out, "identical to the live projection gridwire-jobs\n") {
+		t.Fatalf("replay after a server restart: %v\n%s\n%s", err, out, errOut)
 	}
 }
