@@ -2,6 +2,7 @@ package watcher
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -159,6 +160,10 @@ type JobView struct {
 	UpdatedAt   time.Time     `json:"updated_at,omitzero"`
 	Events      int           `json:"events"`
 	Seq         uint64        `json:"seq"`
+	// Refused names the first event of the history the fold does not accept (a history
+	// written around the store); the state is the fold of the events before it.
+	// `gridwire audit verify` says more.
+	Refused string `json:"refused,omitempty"`
 }
 
 // ViewOf summarises a folded state.
@@ -172,19 +177,33 @@ func ViewOf(st events.State) JobView {
 	return v
 }
 
-func (a *API) fold(ctx context.Context, id string) (events.State, []events.Event, error) {
+// load reads a job's history; a job with none is an API error.
+func (a *API) load(ctx context.Context, id string) ([]events.Event, error) {
 	h, err := a.Store.Load(ctx, id)
 	if errors.Is(err, events.ErrBadEvent) {
-		return events.State{}, nil, httpapi.Errorf(http.StatusBadRequest, "bad_job_id", "%q is not a job ID", id)
+		return nil, httpapi.Errorf(http.StatusBadRequest, "bad_job_id", "%q is not a job ID", id)
 	}
 	if err != nil {
-		return events.State{}, nil, err
+		return nil, err
 	}
 	if len(h.Events) == 0 {
-		return events.State{}, nil, httpapi.Errorf(http.StatusNotFound, "no_such_job", "no job %s", id)
+		return nil, httpapi.Errorf(http.StatusNotFound, "no_such_job", "no job %s", id)
 	}
-	st, err := events.Replay(h.Events)
-	return st, h.Events, err
+	return h.Events, nil
+}
+
+// foldPrefix folds events in order up to the first one the fold refuses (only a history
+// written around the store has one), and names that event.
+func foldPrefix(evs []events.Event) (events.State, string) {
+	var st events.State
+	for _, e := range evs {
+		next, err := events.Apply(st, e)
+		if err != nil {
+			return st, fmt.Sprintf("seq %d (%s %s): %v", e.Seq, e.Name, e.ID, err)
+		}
+		st = next
+	}
+	return st, ""
 }
 
 // job serves one job's state, folded from its history; ?as_of=TIME folds only the
@@ -195,29 +214,32 @@ func (a *API) job(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, err)
 		return
 	}
-	st, evs, err := a.fold(r.Context(), r.PathValue("id"))
+	evs, err := a.load(r.Context(), r.PathValue("id"))
 	if err == nil && !asOf.IsZero() {
-		st, err = stateAsOf(evs, asOf)
+		evs, err = eventsAsOf(evs, asOf)
 	}
 	if err != nil {
 		httpapi.WriteError(w, err)
 		return
 	}
-	httpapi.WriteJSON(w, http.StatusOK, ViewOf(st))
+	st, refused := foldPrefix(evs)
+	v := ViewOf(st)
+	v.Refused = refused
+	httpapi.WriteJSON(w, http.StatusOK, v)
 }
 
-// stateAsOf folds the events recorded at or before t: the history's prefix up to the
-// first event after t, so a late clock on one service never folds out of order.
-func stateAsOf(evs []events.Event, t time.Time) (events.State, error) {
+// eventsAsOf is the history recorded at or before t: its prefix up to the first event
+// after t, so a late clock on one service never folds out of order.
+func eventsAsOf(evs []events.Event, t time.Time) ([]events.Event, error) {
 	n := 0
 	for n < len(evs) && !evs[n].Time.After(t) {
 		n++
 	}
 	if n == 0 {
-		return events.State{}, httpapi.Errorf(http.StatusNotFound, "not_yet_submitted",
+		return nil, httpapi.Errorf(http.StatusNotFound, "not_yet_submitted",
 			"as_of: job %s was submitted at %s, after %s", evs[0].JobID, evs[0].Time.Format(time.RFC3339Nano), t.Format(time.RFC3339Nano))
 	}
-	return events.Replay(evs[:n])
+	return evs[:n], nil
 }
 
 func timeParam(r *http.Request, name string) (time.Time, error) {
@@ -232,11 +254,17 @@ func timeParam(r *http.Request, name string) (time.Time, error) {
 	return t, nil
 }
 
+// history serves a job's events as stored, whether or not the fold accepts them all.
 func (a *API) history(w http.ResponseWriter, r *http.Request) {
-	_, evs, err := a.fold(r.Context(), r.PathValue("id"))
+	evs, err := a.load(r.Context(), r.PathValue("id"))
 	if err != nil {
 		httpapi.WriteError(w, err)
 		return
+	}
+	for i := range evs {
+		if !json.Valid(evs[i].Data) {
+			evs[i].Data = nil // only a forged event has data that is not JSON
+		}
 	}
 	httpapi.WriteJSON(w, http.StatusOK, evs)
 }

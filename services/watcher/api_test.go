@@ -219,3 +219,57 @@ func TestSSEOneJob(t *testing.T) {
 		t.Fatalf("bad Last-Event-ID: %d, want 400", code)
 	}
 }
+
+// An event whose data is not JSON (written around the store) is streamed without its
+// data; the stream goes on past it.
+func TestSSEGoesOnPastBadData(t *testing.T) {
+	b, st, _, srv := apiServer(t, nil)
+	id := events.NewID()
+	play(t, st, id, t0, life(id, "c1", 0)[:2])
+	bad, _ := events.New(id, events.HoldRequested, "", t0, events.Note{})
+	bad.Source = "x/y"
+	body, _ := bad.Encode()
+	// The SDK writes data as base64: make it base64 of bytes that are not JSON.
+	forged := strings.Replace(string(body), `"data_base64":"e30="`, `"data_base64":"bm90IGpzb24="`, 1)
+	if forged == string(body) {
+		t.Fatalf("the body has no data to replace: %s", body)
+	}
+	body = []byte(forged)
+	if _, err := b.JS.Publish(context.Background(), events.Subject(id, events.HoldRequested, ""), body); err != nil {
+		t.Fatal(err)
+	}
+	play(t, st, id, t0, life(id, "c1", 0)[2:3])
+	resp, err := http.Get(srv.URL + "/v1/events?after=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	ids, names := readSSE(t, resp, 4)
+	if d := cmp.Diff([]uint64{1, 2, 3, 4}, ids); d != "" || names[2] != "hold_requested" || names[3] != "staging_in" {
+		t.Fatalf("stream: %v %v", ids, names)
+	}
+}
+
+// A history with an event the fold refuses (published around the store) still shows:
+// the state folded up to it, naming it, and every stored event.
+func TestJobWithRefusedEvent(t *testing.T) {
+	b, st, _, srv := apiServer(t, nil)
+	id := events.NewID()
+	play(t, st, id, t0, life(id, "c1", 0)[:3])
+	again, _ := events.New(id, events.Submitted, "", t0, events.Job{ID: id})
+	again.Source = "x/y"
+	body, _ := again.Encode()
+	ack, err := b.JS.Publish(context.Background(), events.Subject(id, events.Submitted, ""), body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v JobView
+	if code := getJSON(t, srv.URL+"/v1/jobs/"+id, &v); code != 200 || v.Status != events.StatusStagingIn ||
+		!strings.Contains(v.Refused, fmt.Sprintf("seq %d (submitted", ack.Sequence)) {
+		t.Fatalf("job view %d %+v", code, v)
+	}
+	var evs []events.Event
+	if code := getJSON(t, srv.URL+"/v1/jobs/"+id+"/events", &evs); code != 200 || len(evs) != 4 {
+		t.Fatalf("history %d: %d events, want 4", code, len(evs))
+	}
+}

@@ -134,7 +134,12 @@ func writeSSE(w io.Writer, m jetstream.Msg) error {
 	e.Hash = events.HashOf(m.Data())
 	b, err := json.Marshal(e)
 	if err != nil {
-		return err
+		// Data that is not JSON (only a forged event has it): shown without its data, so
+		// one bad event never ends every stream that reaches it.
+		e.Data = nil
+		if b, err = json.Marshal(e); err != nil {
+			return err
+		}
 	}
 	buf := make([]byte, 0, len(b)+64)
 	buf = append(buf, "id: "...)
