@@ -17,10 +17,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// LogStore is what the read API needs of the event store: reading a job's history, and
-// appending external events under the same rules as gridwire's own.
+// LogStore is what the read API needs of the event store: reading a job's events as
+// stored, and appending external events under the same rules as gridwire's own.
 type LogStore interface {
-	Load(ctx context.Context, jobID string) (events.History, error)
+	Scan(ctx context.Context, filter string, from uint64, max int) ([]events.Event, bool, error)
 	Decide(ctx context.Context, jobID string, decide events.Decision) (events.State, error)
 }
 
@@ -177,19 +177,30 @@ func ViewOf(st events.State) JobView {
 	return v
 }
 
-// load reads a job's history; a job with none is an API error.
+// load reads every event stored under a job's subjects, in stream order. It scans rather
+// than walking the chain back from the last event (events.Store.Load), so an event
+// written around the store is shown too, where it was stored; a job with none is an
+// API error.
 func (a *API) load(ctx context.Context, id string) ([]events.Event, error) {
-	h, err := a.Store.Load(ctx, id)
-	if errors.Is(err, events.ErrBadEvent) {
+	if !events.ValidRoute(id) { // a job ID is a subject token like a route
 		return nil, httpapi.Errorf(http.StatusBadRequest, "bad_job_id", "%q is not a job ID", id)
 	}
-	if err != nil {
-		return nil, err
+	var evs []events.Event
+	for from := uint64(1); ; {
+		batch, more, err := a.Store.Scan(ctx, events.JobFilter(id), from, 1024)
+		if err != nil {
+			return nil, err
+		}
+		evs = append(evs, batch...)
+		if !more || len(batch) == 0 {
+			break
+		}
+		from = batch[len(batch)-1].Seq + 1
 	}
-	if len(h.Events) == 0 {
+	if len(evs) == 0 {
 		return nil, httpapi.Errorf(http.StatusNotFound, "no_such_job", "no job %s", id)
 	}
-	return h.Events, nil
+	return evs, nil
 }
 
 // foldPrefix folds events in order up to the first one the fold refuses (only a history
