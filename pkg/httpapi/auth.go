@@ -133,8 +133,8 @@ func (a *Auth) CheckListen(addr string) error {
 }
 
 // Required is the permission a request needs: none for the health check and the web
-// page's static files, read for any other GET, submit to submit, publish to publish
-// events, cancel for every other write.
+// page's static files, read for any other GET, submit to submit a job or upload its
+// input files, publish to publish events, cancel for every other write.
 func Required(r *http.Request) Permission {
 	p := r.URL.Path
 	switch {
@@ -144,8 +144,9 @@ func Required(r *http.Request) Permission {
 		}
 	case r.Method == http.MethodGet || r.Method == http.MethodHead:
 		return PermRead
-	case r.Method == http.MethodPost && p == "/v1/jobs":
-		return PermSubmit
+	case r.Method == http.MethodPost && p == "/v1/jobs",
+		r.Method == http.MethodPut && strings.HasPrefix(p, "/v1/uploads/"):
+		return PermSubmit // a job, or the input files it will stage in
 	case r.Method == http.MethodPost && p == "/v1/events":
 		return PermPublish
 	}

@@ -67,6 +67,8 @@ func TestMiddleware(t *testing.T) {
 		{"GET", "/v1/jobs", "submitter-token-000", 200, "sam"},
 		{"GET", "/v1/events?access_token=submitter-token-000", "", 200, "sam"},
 		{"POST", "/v1/jobs", "submitter-token-000", 200, "sam"},
+		{"PUT", "/v1/uploads/in.dat", "submitter-token-000", 200, "sam"},
+		{"PUT", "/v1/uploads/in.dat", "publisher-token-000", 403, ""},
 		{"POST", "/v1/jobs/X/cancel", "submitter-token-000", 403, ""},
 		{"POST", "/v1/events", "submitter-token-000", 403, ""},
 		{"POST", "/v1/events", "publisher-token-000", 200, "pub"},
