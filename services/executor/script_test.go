@@ -225,3 +225,36 @@ func TestBatchTargetPBSNativeIDAndControl(t *testing.T) {
 		t.Errorf("RESUME without a script: %v %s", err, out.describe())
 	}
 }
+
+// A start lock left without a recorded result for longer than StaleLock belongs to an
+// attempt that died before START finished: it is moved aside and the job started.
+// A younger one is waited for.
+func TestBatchTargetTakesOverAStaleLock(t *testing.T) {
+	calls := fakeSbatch(t, "")
+	wd := filepath.Join(t.TempDir(), events.NewID())
+	lock := filepath.Join(wd, startLock)
+	if err := os.MkdirAll(filepath.Dir(lock), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(lock, nil, 0o600)
+	st := events.State{JobID: filepath.Base(wd), Incarnation: ptr(batchIncarnation(wd))}
+	tg := &ScriptTarget{Cluster: "hpc", Shells: []Shell{LocalShell{}}, Batch: true, StaleLock: time.Minute, Poll: 10 * time.Millisecond}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := tg.Start(ctx, st); err == nil {
+		t.Fatal("a fresh lock without a result was not waited for")
+	}
+	if lines(t, calls) != 0 {
+		t.Fatal("START ran under another attempt's lock")
+	}
+	old := time.Now().Add(-3 * time.Minute)
+	os.Chtimes(lock, old, old)
+	run, err := tg.Start(context.Background(), st)
+	if err != nil || run.Adopted || run.NativeID != "1000" || lines(t, calls) != 1 {
+		t.Fatalf("after the lock went stale: %+v %v, %d submissions; want one fresh submission", run, err, lines(t, calls))
+	}
+	if m, _ := filepath.Glob(lock + ".abandoned-*"); len(m) != 1 {
+		t.Errorf("the stale lock was not kept aside: %v", m)
+	}
+}
