@@ -281,6 +281,11 @@ func (f *follower) statusChange(ctx context.Context, jobID string, o Observation
 		if st.Status != events.StatusQueued && st.Status != events.StatusRunning && st.Status != events.StatusHeld {
 			return nil, nil
 		}
+		// A poll answered just before a HOLD took effect still says "pending": only a
+		// job seen running has left HELD behind gridwire's back; RESUME does the rest.
+		if st.Status == events.StatusHeld && o.State == events.StatusQueued {
+			return nil, nil
+		}
 		e, err := events.New(jobID, events.StatusChanged, f.cluster, f.deps.Now(),
 			events.StatusData{State: o.State, NativeState: o.NativeState})
 		return []events.Event{e}, err

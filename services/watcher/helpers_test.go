@@ -10,25 +10,14 @@ import (
 	"time"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/events/eventstest"
 	"github.com/gridwire/gridwire/pkg/bus"
 )
 
 var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 
 // openBus starts an embedded JetStream server with a file store and the JOBS stream.
-func openBus(tb testing.TB) (*bus.Bus, *events.Store) {
-	tb.Helper()
-	ctx := context.Background()
-	b, err := bus.Open(ctx, bus.Config{DataDir: tb.TempDir()})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(b.Close)
-	if _, err := events.Provision(ctx, b.JS, events.StreamOptions{}); err != nil {
-		tb.Fatal(err)
-	}
-	return b, events.NewStore(b.Conn, b.JS, "test/watcher")
-}
+func openBus(tb testing.TB) (*bus.Bus, *events.Store) { return eventstest.Open(tb, "test/watcher") }
 
 // step is one event of a scripted life.
 type step struct {

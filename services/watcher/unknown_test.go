@@ -103,3 +103,40 @@ func TestFailingProberRecordsUnknownThenKnown(t *testing.T) {
 		t.Fatalf("history %v, want one status_unknown and one status_known", ns)
 	}
 }
+
+// A poll answered before a HOLD took effect still says "pending"; it must not take the
+// job out of HELD (a RESUME would then find nothing to resume). A job seen running has
+// left HELD for real.
+func TestStalePendingPollDoesNotUndoAHold(t *testing.T) {
+	b, st := openBus(t)
+	p := &flakyProber{}
+	p.obs.Store(Observation{State: events.StatusQueued, NativeState: "PENDING"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	cfg := Config{Clusters: []cluster.Cluster{{Name: "hpc1", Kind: cluster.KindSSH}},
+		PollMin: 5 * time.Millisecond, PollMax: 20 * time.Millisecond, Projection: "-"}
+	go func() {
+		done <- Run(ctx, cfg, Deps{JS: b.JS, Conn: b.Conn, Store: st, Logger: slog.New(slog.DiscardHandler),
+			Probers: map[string]Prober{"hpc1": p}})
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("watcher: %v", err)
+		}
+	}()
+	id := events.NewID()
+	started := life(id, "hpc1", 0)[:7]
+	started[6].payload = events.StartedData{Cluster: "hpc1", NativeID: "1000", Running: false} // pending in the LRMS
+	play(t, st, id, t0, append(started, step{events.Held, "hpc1", events.Note{Action: "HOLD"}}))
+	polls := p.calls.Load()
+	eventually(t, "ten polls", func() bool { return p.calls.Load() >= polls+10 })
+	if s, _ := st.State(context.Background(), id); s.Status != events.StatusHeld {
+		t.Fatalf("a pending poll moved a held job to %s", s.Status)
+	}
+	p.obs.Store(Observation{State: events.StatusRunning, NativeState: "RUNNING"})
+	eventually(t, "RUNNING once the target runs it", func() bool {
+		s, _ := st.State(context.Background(), id)
+		return s.Status == events.StatusRunning
+	})
+}
