@@ -1,3 +1,5 @@
+//go:build e2e
+
 package watcher
 
 import (
@@ -13,8 +15,8 @@ import (
 	"github.com/gridwire/gridwire/events"
 )
 
-// chromium returns Debian's chromium, or skips the test where it is not installed
-// (scripts/install-chromium.sh installs it).
+// chromium returns Debian's chromium; the e2e suite installs it first
+// (scripts/install-chromium.sh), so its absence is a failure, not a skip.
 func chromium(t *testing.T) string {
 	t.Helper()
 	for _, name := range []string{"chromium", "chromium-browser"} {
@@ -22,7 +24,7 @@ func chromium(t *testing.T) string {
 			return p
 		}
 	}
-	t.Skip("chromium is not installed; scripts/install-chromium.sh installs it")
+	t.Fatal("chromium is not installed; scripts/install-chromium.sh installs it (.ci/e2e runs it)")
 	return ""
 }
 
