@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -100,12 +102,40 @@ func (c *client) history(ctx context.Context, id string) ([]events.Event, error)
 	return evs, err
 }
 
-// stream reads the server's SSE stream, calling fn for each event until fn returns
-// false, the context ends or the stream breaks.
-func (c *client) stream(ctx context.Context, query string, fn func(events.Event) bool) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/v1/events"+query, nil)
+// stream follows the server's SSE stream, calling fn for each event until fn returns
+// false or the context ends. A dropped connection is resumed after the last event seen
+// (Last-Event-ID), so no event is skipped or shown twice; an error the server answers
+// with ends the stream.
+func (c *client) stream(ctx context.Context, q url.Values, fn func(events.Event) bool) error {
+	wait := 100 * time.Millisecond
+	for {
+		last, done, err := c.streamOnce(ctx, q, fn)
+		if done || ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var apiErr *httpapi.Error
+		if errors.As(err, &apiErr) {
+			return err
+		}
+		if last != "" {
+			q.Set("after", last)
+			wait = 100 * time.Millisecond
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 5*time.Second)
+	}
+}
+
+// streamOnce reads one connection of the stream. It returns the sequence of the last
+// event it handed to fn, and done when fn asked to stop.
+func (c *client) streamOnce(ctx context.Context, q url.Values, fn func(events.Event) bool) (string, bool, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/v1/events?"+q.Encode(), nil)
 	if err != nil {
-		return err
+		return "", false, err
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	if c.token != "" {
@@ -113,15 +143,16 @@ func (c *client) stream(ctx context.Context, query string, fn func(events.Event)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("reaching gridwire at %s: %w", c.base, err)
+		return "", false, fmt.Errorf("reaching gridwire at %s: %w", c.base, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {
 		data, _ := io.ReadAll(resp.Body)
-		return httpapi.DecodeError(resp.StatusCode, data)
+		return "", false, httpapi.DecodeError(resp.StatusCode, data)
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	last := ""
 	for sc.Scan() {
 		line := sc.Text()
 		if !strings.HasPrefix(line, "data: ") {
@@ -129,14 +160,15 @@ func (c *client) stream(ctx context.Context, query string, fn func(events.Event)
 		}
 		var e events.Event
 		if err := json.Unmarshal([]byte(line[len("data: "):]), &e); err != nil {
-			return fmt.Errorf("malformed event on the stream: %w", err)
+			return last, false, &httpapi.Error{Code: "malformed_stream", Detail: err.Error()}
 		}
+		last = strconv.FormatUint(e.Seq, 10)
 		if !fn(e) {
-			return nil
+			return last, true, nil
 		}
 	}
-	if ctx.Err() != nil {
-		return ctx.Err()
+	if err := sc.Err(); err != nil {
+		return last, false, err
 	}
-	return sc.Err()
+	return last, false, io.ErrUnexpectedEOF
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"text/tabwriter"
@@ -86,7 +88,7 @@ func watchCmd(e *env) *cobra.Command {
 				q.Set("after", after)
 			}
 			enc := json.NewEncoder(e.stdout)
-			return f.client().stream(cmd.Context(), "?"+q.Encode(), func(ev events.Event) bool {
+			err := f.client().stream(cmd.Context(), q, func(ev events.Event) bool {
 				if f.json {
 					_ = enc.Encode(ev)
 				} else {
@@ -94,6 +96,10 @@ func watchCmd(e *env) *cobra.Command {
 				}
 				return len(args) == 0 || !ev.Name.Terminal()
 			})
+			if errors.Is(err, context.Canceled) {
+				return nil // interrupted by the user
+			}
+			return err
 		},
 	}
 	f.register(cmd.Flags(), e)

@@ -97,7 +97,7 @@ func waitAll(ctx context.Context, e *env, c *client, asJSON bool, ids []string) 
 	ends := make([]jobView, len(ids))
 	for i, id := range ids {
 		g.Go(func() error {
-			err := c.stream(gctx, "?job="+url.QueryEscape(id), func(ev events.Event) bool { return !ev.Name.Terminal() })
+			err := c.stream(gctx, url.Values{"job": {id}}, func(ev events.Event) bool { return !ev.Name.Terminal() })
 			if err != nil {
 				return fmt.Errorf("following %s: %w", id, err)
 			}
