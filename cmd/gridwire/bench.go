@@ -230,23 +230,32 @@ func benchSubmit(ctx context.Context, e *env, dir string, n int) (float64, error
 }
 
 func submitMany(ctx context.Context, svc *ingest.Service, n, conc int) (float64, error) {
+	rate, _, err := submitManyIDs(ctx, svc, n, conc)
+	return rate, err
+}
+
+// submitManyIDs submits n /bin/true jobs from conc goroutines and returns their IDs.
+func submitManyIDs(ctx context.Context, svc *ingest.Service, n, conc int) (float64, []string, error) {
 	var next atomic.Int64
+	ids := make([]string, n)
 	g, gctx := errgroup.WithContext(ctx)
 	start := time.Now()
 	for range conc {
 		g.Go(func() error {
-			for next.Add(1) <= int64(n) {
-				if _, err := svc.Submit(gctx, ingest.Submission{File: "bench.json", Data: trueJob(), Submitter: "bench"}); err != nil {
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				acc, err := svc.Submit(gctx, ingest.Submission{File: "bench.json", Data: trueJob(), Submitter: "bench"})
+				if err != nil {
 					return err
 				}
+				ids[i-1] = acc.Jobs[0]
 			}
 			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	return float64(n) / time.Since(start).Seconds(), nil
+	return float64(n) / time.Since(start).Seconds(), ids, nil
 }
 
 // benchPipeline runs every service and measures throughput, then idle latency.
@@ -268,11 +277,12 @@ func benchPipeline(ctx context.Context, e *env, dir string, o *benchOpts, r *ben
 	// Throughput: everything at once.
 	self0, child0 := cpuTimes()
 	start := time.Now()
-	if _, err := submitMany(ctx, sys.ingest, o.jobs, 16); err != nil {
+	_, ids, err := submitManyIDs(ctx, sys.ingest, o.jobs, 16)
+	if err != nil {
 		return err
 	}
 	if err := ends.waitCount(ctx, o.jobs, 5*time.Minute); err != nil {
-		return err
+		return fmt.Errorf("%w; %s", err, unfinished(ctx, sys, ends, ids))
 	}
 	r.PipelinePerSec = float64(o.jobs) / time.Since(start).Seconds()
 	self1, child1 := cpuTimes()
@@ -299,6 +309,27 @@ func benchPipeline(ctx context.Context, e *env, dir string, o *benchOpts, r *ben
 	r.LatencyP50Millis = ms(lat[len(lat)/2])
 	r.LatencyP99Millis = ms(lat[len(lat)*99/100])
 	return nil
+}
+
+// unfinished describes up to five jobs that did not end, for a bench that timed out.
+func unfinished(ctx context.Context, sys *system, ends *endWatch, ids []string) string {
+	st := events.NewStore(sys.bus.Conn, sys.bus.JS, "bench")
+	var out []string
+	ends.mu.Lock()
+	defer ends.mu.Unlock()
+	for _, id := range ids {
+		if _, ok := ends.ended[id]; ok || len(out) == 5 {
+			continue
+		}
+		h, err := st.Load(ctx, id)
+		if err != nil || len(h.Events) == 0 {
+			out = append(out, fmt.Sprintf("%s: %v", id, err))
+			continue
+		}
+		s, _ := events.Replay(h.Events)
+		out = append(out, fmt.Sprintf("%s: %s after %s", id, s.Status, h.Events[len(h.Events)-1].Name))
+	}
+	return fmt.Sprintf("%d of %d ended; unfinished: %v", len(ends.ended), len(ids), out)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
