@@ -265,7 +265,10 @@ func benchPipeline(ctx context.Context, e *env, dir string, o *benchOpts, r *ben
 		return err
 	}
 	defer sys.close()
-	defer func() { cancel(); _ = g.Wait() }()
+	// A service that stops early is reported, not waited for in silence.
+	stopped := make(chan error, 1)
+	go func() { stopped <- g.Wait() }()
+	defer func() { cancel(); <-stopped }()
 	ends := newEndWatch()
 	sub, err := sys.bus.Conn.Subscribe("jobs.*.*.*", ends.observe)
 	if err != nil {
@@ -281,8 +284,14 @@ func benchPipeline(ctx context.Context, e *env, dir string, o *benchOpts, r *ben
 	if err != nil {
 		return err
 	}
-	if err := ends.waitCount(ctx, o.jobs, 5*time.Minute); err != nil {
-		return fmt.Errorf("%w; %s", err, unfinished(ctx, sys, ends, ids))
+	if err := ends.waitCount(ctx, o.jobs, 2*time.Minute); err != nil {
+		select {
+		case serr := <-stopped:
+			stopped <- serr
+			return fmt.Errorf("%w; the services stopped: %v; %s", err, serr, unfinished(ctx, sys, ends, ids))
+		default:
+			return fmt.Errorf("%w; services still running; %s", err, unfinished(ctx, sys, ends, ids))
+		}
 	}
 	r.PipelinePerSec = float64(o.jobs) / time.Since(start).Seconds()
 	self1, child1 := cpuTimes()
