@@ -54,3 +54,18 @@ func isSafe(s string) bool {
 	}
 	return true
 }
+
+// IsName reports whether s is a POSIX shell name (a variable a script may export):
+// letters, digits and underscores, not starting with a digit.
+func IsName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}

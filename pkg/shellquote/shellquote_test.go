@@ -65,3 +65,12 @@ func FuzzQuote(f *testing.F) {
 		}
 	})
 }
+
+func TestIsName(t *testing.T) {
+	for s, want := range map[string]bool{"PATH": true, "_x1": true, "a": true, "": false, "1A": false,
+		"A-B": false, "A B": false, "A=B": false, "é": false, "$(x)": false} {
+		if got := IsName(s); got != want {
+			t.Errorf("IsName(%q) = %v, want %v", s, got, want)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/events/eventstest"
 	"github.com/gridwire/gridwire/pkg/bus"
 	"github.com/gridwire/gridwire/pkg/cluster"
 )
@@ -55,16 +56,8 @@ type env struct {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	ctx := context.Background()
-	b, err := bus.Open(ctx, bus.Config{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	if _, err := events.Provision(ctx, b.JS, events.StreamOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return &env{t: t, bus: b, store: events.NewStore(b.Conn, b.JS, "test/executor")}
+	b, store := eventstest.Open(t, "test/executor")
+	return &env{t: t, bus: b, store: store}
 }
 
 // queue submits, incarnates and queues a job on the incarnation's cluster.

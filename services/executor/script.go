@@ -3,8 +3,8 @@ package executor
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
+	"github.com/gridwire/gridwire/pkg/recache"
 	"hash/fnv"
 	"log/slog"
 	"path"
@@ -42,7 +42,7 @@ type ScriptTarget struct {
 	Logger *slog.Logger
 
 	mu       sync.Mutex
-	patterns map[string]*regexp.Regexp
+	patterns recache.Cache   // native ID and status patterns, compiled once
 	statics  map[string]bool // host + location of static scripts known to be installed
 }
 
@@ -65,7 +65,7 @@ func (s *ScriptTarget) Start(ctx context.Context, st events.State) (events.Start
 	if !ok || !okJob || start.Body == "" || job.Body == "" {
 		return events.StartedData{}, fmt.Errorf("job %s lacks its %s or %s script", st.JobID, events.ScriptStart, events.ScriptJob)
 	}
-	re, err := s.pattern(inc.NativeIDPattern)
+	re, err := s.patterns.Compile(inc.NativeIDPattern)
 	if err != nil {
 		return events.StartedData{}, fmt.Errorf("job %s: native ID pattern: %w", st.JobID, err)
 	}
@@ -230,28 +230,6 @@ func truncate(b []byte, n int) string {
 		return string(b[:n]) + "..."
 	}
 	return string(b)
-}
-
-// pattern compiles (once) a profile's native ID pattern; the incarnator has already
-// refused what Go's RE2 reads differently from Java.
-func (s *ScriptTarget) pattern(p string) (*regexp.Regexp, error) {
-	if p == "" {
-		return nil, errors.New("the profile gives none")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if re, ok := s.patterns[p]; ok {
-		return re, nil
-	}
-	re, err := regexp.Compile(p)
-	if err != nil {
-		return nil, err
-	}
-	if s.patterns == nil {
-		s.patterns = map[string]*regexp.Regexp{}
-	}
-	s.patterns[p] = re
-	return re, nil
 }
 
 // installStatics writes the profile's static scripts that the host lacks. A static

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/gridwire/gridwire/pkg/shellquote"
 	"os"
 	"regexp"
 	"strings"
@@ -186,7 +187,7 @@ func checkJob(job *events.Job) error {
 		return fmt.Errorf("%w: executable: contains a NUL byte", ErrRejected)
 	}
 	for _, v := range job.Environment {
-		if !validEnvName(v.Name) {
+		if !shellquote.IsName(v.Name) {
 			return fmt.Errorf("%w: environment: variable name %q is not a shell name", ErrRejected, v.Name)
 		}
 		if strings.HasPrefix(v.Name, "GW_") {
@@ -218,19 +219,6 @@ func allJobStrings(job *events.Job) []string {
 		out = append(out, v)
 	}
 	return out
-}
-
-func validEnvName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
 }
 
 func script(body string) events.Script {

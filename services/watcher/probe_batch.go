@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gridwire/gridwire/pkg/recache"
 	"log/slog"
 	"os/exec"
 	"path"
@@ -66,8 +67,8 @@ type ScriptProber struct {
 
 	mu       sync.Mutex
 	jobs     map[string]probeInfo
-	patterns map[string]*regexp.Regexp
-	next     time.Time // earliest start of the next call under the cap
+	patterns recache.Cache // native ID and status patterns, compiled once
+	next     time.Time     // earliest start of the next call under the cap
 }
 
 // probeInfo is what probing needs of one job.
@@ -144,7 +145,7 @@ type probeJob struct {
 // probeGroup asks one host about jobs that share a status script.
 func (p *ScriptProber) probeGroup(ctx context.Context, group []probeJob, out map[string]Observation) error {
 	host, inc := group[0].info.host, group[0].info.inc
-	re, err := p.pattern(inc.StatusPattern)
+	re, err := p.patterns.Compile(inc.StatusPattern)
 	if err != nil {
 		return fmt.Errorf("cluster %s: status pattern: %w", p.Cluster, err)
 	}
@@ -294,26 +295,6 @@ func (p *ScriptProber) prune(batch []Watched) {
 		}
 	}
 	p.jobs = keep
-}
-
-func (p *ScriptProber) pattern(s string) (*regexp.Regexp, error) {
-	if s == "" {
-		return nil, errors.New("the profile gives none")
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if re, ok := p.patterns[s]; ok {
-		return re, nil
-	}
-	re, err := regexp.Compile(s)
-	if err != nil {
-		return nil, err
-	}
-	if p.patterns == nil {
-		p.patterns = map[string]*regexp.Regexp{}
-	}
-	p.patterns[s] = re
-	return re, nil
 }
 
 // wait spaces calls to at most MaxCallsPerMinute.

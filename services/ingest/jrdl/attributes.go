@@ -1,6 +1,7 @@
 package jrdl
 
 import (
+	"github.com/gridwire/gridwire/pkg/shellquote"
 	"strconv"
 	"strings"
 
@@ -149,7 +150,7 @@ func (d *decoder) environment(el *xmltree.Element, sc *scope) []events.EnvVar {
 		if !ok {
 			continue
 		}
-		if !validName(name) {
+		if !shellquote.IsName(name) {
 			d.list.Addf(e.Line, e.Col, epath, "%q is not a valid environment variable name (letters, digits, '_', not starting with a digit)", name)
 			continue
 		}

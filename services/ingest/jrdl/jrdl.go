@@ -9,6 +9,7 @@
 package jrdl
 
 import (
+	"github.com/gridwire/gridwire/pkg/shellquote"
 	"strconv"
 	"strings"
 
@@ -210,7 +211,7 @@ func (d *decoder) define(el *xmltree.Element, path string, defs map[string]defin
 	if !ok {
 		return
 	}
-	if !validName(name) {
+	if !shellquote.IsName(name) {
 		d.list.Addf(el.Line, el.Col, path, "name %q is not a substitution name (letters, digits, '_')", name)
 		return
 	}
@@ -223,19 +224,6 @@ func (d *decoder) define(el *xmltree.Element, path string, defs map[string]defin
 	// A definition may use reserved names; they stay placeholders in its value. A broken
 	// one is kept as such, so its uses are not reported again as undefined.
 	defs[name] = definition{value: value, reserved: sc.reserved, broken: !ok}
-}
-
-func validName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
 }
 
 func isReserved(name string) bool {

@@ -7,6 +7,7 @@
 package taskdesc
 
 import (
+	"github.com/gridwire/gridwire/pkg/shellquote"
 	"strconv"
 	"strings"
 
@@ -140,7 +141,7 @@ func (d *decoder) environment(v *tree.Node) []events.EnvVar {
 	for _, f := range v.Fields {
 		field := "environment." + keyName(f.Key)
 		name := strings.ToUpper(f.Key)
-		if !validEnvName(name) {
+		if !shellquote.IsName(name) {
 			d.list.Add(f.Line, f.Col, field, "is not a valid environment variable name (letters, digits, '_', not starting with a digit)")
 			continue
 		}
@@ -169,19 +170,6 @@ func keyName(k string) string {
 		return `""`
 	}
 	return k
-}
-
-func validEnvName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
 }
 
 func (d *decoder) fileMap(v *tree.Node, field string) []fileEntry {
