@@ -2,7 +2,6 @@ package events
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -46,16 +45,15 @@ func (d Delivery) InProgress() error {
 type Handler func(ctx context.Context, d Delivery) error
 
 // Consume runs handler over the durable consumer until ctx ends, then drains: it stops
-// pulling and waits for handlers in flight. It returns nil on a clean shutdown.
+// pulling and waits for handlers in flight. It returns nil on a clean shutdown. A pull
+// that breaks (a missed heartbeat under load, a server restart) is logged and started
+// again from the durable consumer, so a service never stops consuming while it runs;
+// only a consumer that cannot be created is an error.
 func Consume(ctx context.Context, js jetstream.JetStream, spec ConsumerSpec, handler Handler) error {
 	spec = spec.withDefaults()
 	cons, err := ensureConsumer(ctx, js, spec)
 	if err != nil {
 		return err
-	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(spec.Batch), jetstream.PullExpiry(5*time.Second))
-	if err != nil {
-		return fmt.Errorf("consumer %s: %w", spec.Durable, err)
 	}
 	work := make(chan jetstream.Msg)
 	var wg sync.WaitGroup
@@ -71,23 +69,43 @@ func Consume(ctx context.Context, js jetstream.JetStream, spec ConsumerSpec, han
 			}
 		}()
 	}
-	stop := context.AfterFunc(ctx, it.Drain)
-	defer stop()
-	var runErr error
+	wait := 250 * time.Millisecond
 	for {
-		m, err := it.Next()
-		if err != nil {
-			if !errors.Is(err, jetstream.ErrMsgIteratorClosed) && ctx.Err() == nil {
-				runErr = fmt.Errorf("consumer %s: %w", spec.Durable, err)
-			}
+		err := pull(ctx, cons, spec, work)
+		if ctx.Err() != nil {
 			break
 		}
-		work <- m
+		spec.Logger.Warn("pull interrupted; pulling again", "consumer", spec.Durable, "in", wait, "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 5*time.Second)
+		if c, err := ensureConsumer(ctx, js, spec); err == nil {
+			cons = c
+		}
 	}
 	close(work)
 	wg.Wait()
-	it.Stop()
-	return runErr
+	return nil
+}
+
+// pull hands messages to the workers until the iterator ends; it returns why.
+func pull(ctx context.Context, cons jetstream.Consumer, spec ConsumerSpec, work chan<- jetstream.Msg) error {
+	it, err := cons.Messages(jetstream.PullMaxMessages(spec.Batch), jetstream.PullExpiry(5*time.Second))
+	if err != nil {
+		return fmt.Errorf("consumer %s: %w", spec.Durable, err)
+	}
+	defer it.Stop()
+	stop := context.AfterFunc(ctx, it.Drain)
+	defer stop()
+	for {
+		m, err := it.Next()
+		if err != nil {
+			return err
+		}
+		work <- m
+	}
 }
 
 func (s ConsumerSpec) withDefaults() ConsumerSpec {
