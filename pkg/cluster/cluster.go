@@ -36,6 +36,9 @@ type Config struct {
 	Clusters []Cluster `yaml:"clusters"`
 	// Tokens for the HTTP API.
 	Tokens []Token `yaml:"tokens,omitempty"`
+	// Users are user profiles: profile fields the operator sets per submitter (GPE OS
+	// Profile 2.3.1), typically paths under a data centre's HOME allocation rules.
+	Users []UserProfile `yaml:"users,omitempty"`
 	// Extra sections owned by individual services, kept as raw YAML nodes.
 	Stager  yaml.Node `yaml:"stager,omitempty"`
 	Watcher yaml.Node `yaml:"watcher,omitempty"`
@@ -82,6 +85,23 @@ type SystemInfo struct {
 type Software struct {
 	Name    string `yaml:"name"`
 	Version string `yaml:"version,omitempty"`
+}
+
+// UserProfile holds one submitter's profile fields. They are the operator's values
+// (trusted, inserted raw) and win over the cluster's fields of the same name.
+type UserProfile struct {
+	Principal string            `yaml:"principal"` // the submitter, as recorded on the job
+	Fields    map[string]string `yaml:"fields"`
+}
+
+// UserFields returns the profile fields of a submitter, nil if it has none.
+func (c Config) UserFields(principal string) map[string]string {
+	for _, u := range c.Users {
+		if u.Principal == principal {
+			return u.Fields
+		}
+	}
+	return nil
 }
 
 // Token is one bearer token of the HTTP API.

@@ -35,7 +35,10 @@ type target struct {
 	delim      string
 	localNames []string
 	forkOnly   bool // every cluster of the config is Fork: the v3 fork rule has no say
-	watch      watch
+	// users are the config's user profiles; userField names every field some user sets.
+	users     cluster.Config
+	userField map[string]bool
+	watch     watch
 	// static scripts of the profile by template name, rendered once.
 	statics map[string]staticScript
 	// scripts that depend on no job value, rendered once (by script name).
@@ -76,7 +79,7 @@ func NewPlanner(cfg cluster.Config, profiles *profile.Set, workRoot string) (*Pr
 	}
 	var errs []error
 	for _, cl := range cfg.Clusters {
-		t, err := newTarget(cl, profiles, workRoot, local)
+		t, err := newTarget(cl, profiles, workRoot, local, cfg)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("cluster %s: %w", cl.Name, err))
 			continue
@@ -98,7 +101,7 @@ func localNames() []string {
 	return names
 }
 
-func newTarget(cl cluster.Cluster, set *profile.Set, workRoot string, local []string) (*target, error) {
+func newTarget(cl cluster.Cluster, set *profile.Set, workRoot string, local []string, cfg cluster.Config) (*target, error) {
 	prof, ok := set.Profile(cl.Profile)
 	if !ok {
 		return nil, fmt.Errorf("profile %q is not in the profile set (%s)", cl.Profile, strings.Join(set.Names(), ", "))
@@ -108,7 +111,13 @@ func newTarget(cl cluster.Cluster, set *profile.Set, workRoot string, local []st
 	if err := errors.Join(append(errs, werrs...)...); err != nil {
 		return nil, fmt.Errorf("profile %q cannot run jobs: %w", cl.Profile, err)
 	}
-	t := &target{cl: cl, prof: prof, watch: w, delim: prof.Delimiter, localNames: local}
+	t := &target{cl: cl, prof: prof, watch: w, delim: prof.Delimiter, localNames: local,
+		users: cfg, userField: map[string]bool{}}
+	for _, u := range cfg.Users {
+		for name := range u.Fields {
+			t.userField[name] = true
+		}
+	}
 	if t.delim == "" {
 		t.delim = "/"
 	}

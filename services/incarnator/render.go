@@ -142,7 +142,17 @@ func (c *renderCtx) jobValue(name string) profile.Value {
 	return profile.Value{}
 }
 
+// operator is a value the operator's config fixes: the submitter's user profile field
+// first, then the cluster's. A field some user profile sets makes a script depend on the
+// job (its submitter), so it is never rendered once for every job.
 func (c *renderCtx) operator(name string) (string, bool) {
+	if c.t.userField[name] {
+		if c.job == nil {
+			c.jobDependent = true
+		} else if v, ok := c.t.users.UserFields(c.job.Submitter)[name]; ok {
+			return v, true
+		}
+	}
 	v, ok := c.t.cl.Fields[name]
 	return v, ok
 }
