@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/bus"
 	"github.com/gridwire/gridwire/pkg/cluster"
 )
 
@@ -31,6 +32,25 @@ func (p *flakyProber) Probe(_ context.Context, jobs []Watched) (map[string]Obser
 		out[w.JobID] = o
 	}
 	return out, nil
+}
+
+// runWatcher runs the watcher on one ssh cluster, hpc1, observed through p, polling
+// fast; the returned func stops it and checks it stopped cleanly.
+func runWatcher(t *testing.T, b *bus.Bus, st *events.Store, p Prober) func() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	cfg := Config{Clusters: []cluster.Cluster{{Name: "hpc1", Kind: cluster.KindSSH}},
+		PollMin: 5 * time.Millisecond, PollMax: 20 * time.Millisecond, Projection: "-"}
+	go func() {
+		done <- Run(ctx, cfg, Deps{JS: b.JS, Conn: b.Conn, Store: st, Logger: slog.New(slog.DiscardHandler),
+			Probers: map[string]Prober{"hpc1": p}})
+	}()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("watcher: %v", err)
+		}
+	}
 }
 
 func names(t *testing.T, st *events.Store, id string) []events.Name {
@@ -64,20 +84,7 @@ func TestFailingProberRecordsUnknownThenKnown(t *testing.T) {
 	p := &flakyProber{}
 	p.down.Store(true)
 	p.obs.Store(Observation{State: events.StatusRunning, NativeState: "R"})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	cfg := Config{Clusters: []cluster.Cluster{{Name: "hpc1", Kind: cluster.KindSSH}},
-		PollMin: 5 * time.Millisecond, PollMax: 20 * time.Millisecond, Projection: "-"}
-	go func() {
-		done <- Run(ctx, cfg, Deps{JS: b.JS, Conn: b.Conn, Store: st, Logger: slog.New(slog.DiscardHandler),
-			Probers: map[string]Prober{"hpc1": p}})
-	}()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("watcher: %v", err)
-		}
-	}()
+	defer runWatcher(t, b, st, p)()
 	id := events.NewID()
 	play(t, st, id, t0, life(id, "hpc1", 0)[:7]) // started on hpc1
 	eventually(t, "status_unknown", func() bool { return count(names(t, st, id), events.StatusUnknown) == 1 })
@@ -111,20 +118,7 @@ func TestStalePendingPollDoesNotUndoAHold(t *testing.T) {
 	b, st := openBus(t)
 	p := &flakyProber{}
 	p.obs.Store(Observation{State: events.StatusQueued, NativeState: "PENDING"})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	cfg := Config{Clusters: []cluster.Cluster{{Name: "hpc1", Kind: cluster.KindSSH}},
-		PollMin: 5 * time.Millisecond, PollMax: 20 * time.Millisecond, Projection: "-"}
-	go func() {
-		done <- Run(ctx, cfg, Deps{JS: b.JS, Conn: b.Conn, Store: st, Logger: slog.New(slog.DiscardHandler),
-			Probers: map[string]Prober{"hpc1": p}})
-	}()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("watcher: %v", err)
-		}
-	}()
+	defer runWatcher(t, b, st, p)()
 	id := events.NewID()
 	started := life(id, "hpc1", 0)[:7]
 	started[6].payload = events.StartedData{Cluster: "hpc1", NativeID: "1000", Running: false} // pending in the LRMS
