@@ -4,8 +4,6 @@ package main
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,65 +12,14 @@ import (
 	"time"
 
 	"github.com/gridwire/gridwire/events"
-	"github.com/gridwire/gridwire/pkg/bus"
 	"github.com/gridwire/gridwire/pkg/cluster"
 	"github.com/gridwire/gridwire/pkg/sshx/sshtest"
 	"github.com/gridwire/gridwire/services/executor"
-	"github.com/gridwire/gridwire/services/ingest"
 	"golang.org/x/crypto/ssh"
-	"golang.org/x/sync/errgroup"
 )
 
 // The end-to-end suite (run by .ci/e2e, which starts Slurm and exports SLURM_CONF):
 // the whole pipeline against a real OpenSSH sshd and a real single-node Slurm.
-
-// newHarnessWith is newHarness with the operator's config instead of the default one.
-func newHarnessWith(t *testing.T, cfg cluster.Config, services ...string) *harness {
-	t.Helper()
-	h := &harness{t: t, dir: t.TempDir(), services: map[string]*running{}}
-	h.startServer("127.0.0.1:0")
-	cl, err := bus.Open(context.Background(), bus.Config{URL: h.server.ClientURL(), Name: "test-client"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.client = cl
-	h.store = events.NewStore(cl.Conn, cl.JS, "test/harness")
-	if h.submit, err = ingest.New(ingest.Config{}, ingest.Deps{Store: h.store}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.close)
-	if len(services) == 0 {
-		services = allServices
-	}
-	for _, name := range services {
-		h.startWith(name, cfg)
-	}
-	return h
-}
-
-func (h *harness) startWith(name string, cfg cluster.Config) {
-	h.t.Helper()
-	b, err := bus.Open(context.Background(), bus.Config{URL: h.server.ClientURL(), Name: "test-" + name})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if testing.Verbose() {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	}
-	sys := &system{bus: b, cfg: cfg, data: h.dir, log: log, host: "test"}
-	ctx, cancel := context.WithCancel(context.Background())
-	g, gctx := errgroup.WithContext(ctx)
-	if err := sys.start(gctx, g, []string{name}, nil); err != nil {
-		cancel()
-		h.t.Fatal(err)
-	}
-	r := &running{cancel: cancel, done: make(chan error, 1), sys: sys}
-	go func() { r.done <- g.Wait() }()
-	h.mu.Lock()
-	h.services[name] = r
-	h.mu.Unlock()
-}
 
 func (h *harness) request(id string, name events.Name) {
 	h.t.Helper()

@@ -24,6 +24,7 @@ import (
 // can stop and restart any one of them, or the server itself, in the middle of a job.
 type harness struct {
 	t      *testing.T
+	cfg    cluster.Config // the operator's config the services run with
 	dir    string
 	listen string
 	server *bus.Bus
@@ -41,9 +42,12 @@ type running struct {
 	sys    *system
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t *testing.T) *harness { return newHarnessWith(t, cluster.Default()) }
+
+// newHarnessWith runs the named services (all by default) with the operator's config.
+func newHarnessWith(t *testing.T, cfg cluster.Config, services ...string) *harness {
 	t.Helper()
-	h := &harness{t: t, dir: t.TempDir(), services: map[string]*running{}}
+	h := &harness{t: t, cfg: cfg, dir: t.TempDir(), services: map[string]*running{}}
 	h.startServer("127.0.0.1:0")
 	cl, err := bus.Open(context.Background(), bus.Config{URL: h.server.ClientURL(), Name: "test-client"})
 	if err != nil {
@@ -55,7 +59,10 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(h.close)
-	for _, name := range allServices {
+	if len(services) == 0 {
+		services = allServices
+	}
+	for _, name := range services {
 		h.start(name)
 	}
 	return h
@@ -92,7 +99,7 @@ func (h *harness) start(name string) {
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	sys := &system{bus: b, cfg: cluster.Default(), data: h.dir, log: log, host: "test"}
+	sys := &system{bus: b, cfg: h.cfg, data: h.dir, log: log, host: "test"}
 	ctx, cancel := context.WithCancel(context.Background())
 	g, gctx := errgroup.WithContext(ctx)
 	if err := sys.start(gctx, g, []string{name}, nil); err != nil {
