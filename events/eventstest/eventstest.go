@@ -26,3 +26,28 @@ func Open(t testing.TB, source string) (*bus.Bus, *events.Store) {
 	}
 	return b, events.NewStore(b.Conn, b.JS, source)
 }
+
+// Names lists a job's event names in stream order.
+func Names(t testing.TB, st *events.Store, jobID string) []events.Name {
+	t.Helper()
+	h, err := st.Load(context.Background(), jobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]events.Name, 0, len(h.Events))
+	for _, e := range h.Events {
+		out = append(out, e.Name)
+	}
+	return out
+}
+
+// Count is how many times n occurs in names.
+func Count(names []events.Name, n events.Name) int {
+	c := 0
+	for _, x := range names {
+		if x == n {
+			c++
+		}
+	}
+	return c
+}

@@ -121,30 +121,6 @@ func (e *env) waitFor(id, what string, cond func(events.State) bool) events.Stat
 	}
 }
 
-// names lists the job's event names in order.
-func (e *env) names(id string) []events.Name {
-	e.t.Helper()
-	h, err := e.store.Load(context.Background(), id)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var out []events.Name
-	for _, ev := range h.Events {
-		out = append(out, ev.Name)
-	}
-	return out
-}
-
-func count(names []events.Name, n events.Name) int {
-	c := 0
-	for _, x := range names {
-		if x == n {
-			c++
-		}
-	}
-	return c
-}
-
 func localCluster() cluster.Cluster {
 	return cluster.Cluster{Name: "local", Kind: cluster.KindFork, Profile: "fork", LRMS: "Fork"}
 }
@@ -206,3 +182,8 @@ func waitProc(t testing.TB, pid string, want ...string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// names lists the job's event names in order.
+func (e *env) names(id string) []events.Name { return eventstest.Names(e.t, e.store, id) }
+
+func count(names []events.Name, n events.Name) int { return eventstest.Count(names, n) }

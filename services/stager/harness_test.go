@@ -154,20 +154,6 @@ func readFile(t *testing.T, p string) string {
 	return string(b)
 }
 
-// names lists the job's event names in order.
-func (e *env) names(id string) []events.Name {
-	e.t.Helper()
-	h, err := e.store.Load(context.Background(), id)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var out []events.Name
-	for _, ev := range h.Events {
-		out = append(out, ev.Name)
-	}
-	return out
-}
-
 func statDir(p string) (bool, error) {
 	fi, err := os.Stat(p)
 	if err != nil {
@@ -177,3 +163,6 @@ func statDir(p string) (bool, error) {
 }
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// names lists the job's event names in order.
+func (e *env) names(id string) []events.Name { return eventstest.Names(e.t, e.store, id) }

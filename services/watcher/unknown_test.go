@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/events/eventstest"
 	"github.com/gridwire/gridwire/pkg/bus"
 	"github.com/gridwire/gridwire/pkg/cluster"
 )
@@ -54,27 +55,10 @@ func runWatcher(t *testing.T, b *bus.Bus, st *events.Store, p Prober) func() {
 }
 
 func names(t *testing.T, st *events.Store, id string) []events.Name {
-	t.Helper()
-	h, err := st.Load(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []events.Name
-	for _, e := range h.Events {
-		out = append(out, e.Name)
-	}
-	return out
+	return eventstest.Names(t, st, id)
 }
 
-func count(ns []events.Name, n events.Name) int {
-	c := 0
-	for _, x := range ns {
-		if x == n {
-			c++
-		}
-	}
-	return c
-}
+func count(ns []events.Name, n events.Name) int { return eventstest.Count(ns, n) }
 
 // A target that fails to answer for a while gets one status_unknown per job, however
 // many polls fail, never an invented end; when it answers again, one status_known, and
