@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -343,26 +344,45 @@ func unfinished(ctx context.Context, sys *system, ends *endWatch, ids []string) 
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// endWatch counts terminal events seen on the bus (core NATS sees every stored event).
+// endWatch counts terminal events seen on the bus (core NATS sees every stored event),
+// and when each kind of event was first and last seen: where a slow run spent its time.
 type endWatch struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
 	ended  map[string]events.Name
 	failed int
+	seen   map[events.Name]*phase
+}
+
+// phase is when events of one name were seen.
+type phase struct {
+	first, last time.Time
+	n           int
 }
 
 func newEndWatch() *endWatch {
-	w := &endWatch{ended: map[string]events.Name{}}
+	w := &endWatch{ended: map[string]events.Name{}, seen: map[events.Name]*phase{}}
 	w.cond = sync.NewCond(&w.mu)
 	return w
 }
 
 func (w *endWatch) observe(m *nats.Msg) {
 	id, name, _, err := events.ParseSubject(m.Subject)
-	if err != nil || !name.Terminal() {
+	if err != nil {
 		return
 	}
+	now := time.Now()
 	w.mu.Lock()
+	p := w.seen[name]
+	if p == nil {
+		p = &phase{first: now}
+		w.seen[name] = p
+	}
+	p.last, p.n = now, p.n+1
+	if !name.Terminal() {
+		w.mu.Unlock()
+		return
+	}
 	if _, seen := w.ended[id]; !seen {
 		w.ended[id] = name
 		if name != events.Succeeded {
@@ -371,6 +391,20 @@ func (w *endWatch) observe(m *nats.Msg) {
 	}
 	w.mu.Unlock()
 	w.cond.Broadcast()
+}
+
+// timeline says, for each event name in life order, how many were seen and from when to
+// when, in seconds after start.
+func (w *endWatch) timeline(start time.Time) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var b strings.Builder
+	for _, name := range events.Names() {
+		if p := w.seen[name]; p != nil {
+			fmt.Fprintf(&b, "%s %d %.2f-%.2fs; ", name, p.n, p.first.Sub(start).Seconds(), p.last.Sub(start).Seconds())
+		}
+	}
+	return strings.TrimSuffix(b.String(), "; ")
 }
 
 func (w *endWatch) failures() int {
