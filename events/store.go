@@ -344,6 +344,26 @@ func (s *Store) DecideFrom(ctx context.Context, st State, decide Decision) (Stat
 	return next, err
 }
 
+// DecideLatest is Decide for a caller that learned something from outside the log (a
+// probe, a finished transfer) about a job this process has folded before: it decides on
+// the cached state without reading, and lets the conditional append catch a cache that
+// is behind the log (a conflict: decided again on a fresh read). A stale state can also
+// hide work rather than conflict, so a decision of nothing, or one the cached state
+// refuses, is made again on a fresh read before it is believed. Without a cached state
+// it is Decide.
+func (s *Store) DecideLatest(ctx context.Context, jobID string, decide Decision) (State, error) {
+	if cached, ok := s.cache.get(jobID); ok {
+		next, err := s.decideOnce(ctx, cached, decide)
+		if err == nil && next.LastSeq != cached.LastSeq {
+			return next, nil
+		}
+		if err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrIllegalTransition) {
+			return next, err
+		}
+	}
+	return s.Decide(ctx, jobID, decide)
+}
+
 func (s *Store) decideOnce(ctx context.Context, st State, decide Decision) (State, error) {
 	evs, err := decide(st)
 	if err != nil || len(evs) == 0 {

@@ -11,6 +11,7 @@ import (
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/events/eventstest"
 	"github.com/gridwire/gridwire/pkg/bus"
+	"github.com/nats-io/nats.go"
 )
 
 func openStore(t *testing.T) (*bus.Bus, *events.Store) { return openStoreB(t) }
@@ -290,5 +291,115 @@ func TestDecideOnFollowsTheConsumedEvent(t *testing.T) {
 	}
 	if st.Status != events.StatusCancelled || decisions != 2 {
 		t.Fatalf("y decided %d times and reached %s; want a re-decision that sees the cancel", decisions, st.Status)
+	}
+}
+
+// directGets counts the direct-get requests this test's stores send to the server.
+func directGets(t *testing.T, b *bus.Bus) func() int {
+	t.Helper()
+	var mu sync.Mutex
+	n := 0
+	sub, err := b.Conn.Subscribe("$JS.API.DIRECT.GET.>", func(*nats.Msg) { mu.Lock(); n++; mu.Unlock() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sub.Unsubscribe() })
+	return func() int {
+		if err := b.Conn.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return n
+	}
+}
+
+func TestDecideLatestReadsNothingWhenTheCacheIsCurrent(t *testing.T) {
+	b, a := openStore(t)
+	ctx := context.Background()
+	id := events.NewID()
+	if _, err := a.Create(ctx, submitted(t, id)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.State(ctx, id); err != nil { // a now caches the job
+		t.Fatal(err)
+	}
+	gets := directGets(t, b)
+	before := gets()
+	st, err := a.DecideLatest(ctx, id, func(s events.State) ([]events.Event, error) {
+		e, err := events.New(id, events.Incarnated, "", t0, events.IncarnatedData{Cluster: "local"})
+		return []events.Event{e}, err
+	})
+	if err != nil || st.Status != events.StatusIncarnated {
+		t.Fatalf("%v %s", err, st.Status)
+	}
+	if n := gets() - before; n != 0 {
+		t.Fatalf("a decision on a current cached state read the log %d times", n)
+	}
+	h, _ := a.Load(ctx, id)
+	if replayed, _ := events.Replay(h.Events); !cmp.Equal(replayed, st) {
+		t.Fatalf("decided state differs from the replayed log:\n%s", cmp.Diff(replayed, st))
+	}
+}
+
+func TestDecideLatestOnAStaleCache(t *testing.T) {
+	b, a := openStore(t)
+	other := events.NewStore(b.Conn, b.JS, "test/other")
+	ctx := context.Background()
+	queue := func(s events.State) ([]events.Event, error) {
+		if s.Status != events.StatusIncarnated {
+			return nil, nil
+		}
+		if s.CancelRequested {
+			e, err := events.New(s.JobID, events.Cancelled, "", t0, events.EndData{Reason: "cancelled"})
+			return []events.Event{e}, err
+		}
+		e, err := events.New(s.JobID, events.Queued, "local", t0, events.QueuedData{Cluster: "local"})
+		return []events.Event{e}, err
+	}
+	incarnate := func(s events.State) ([]events.Event, error) {
+		e, err := events.New(s.JobID, events.Incarnated, "", t0, events.IncarnatedData{Cluster: "local"})
+		return []events.Event{e}, err
+	}
+	cancel := func(s events.State) ([]events.Event, error) {
+		e, err := events.New(s.JobID, events.CancelRequested, "", t0, events.Note{})
+		return []events.Event{e}, err
+	}
+
+	// The cache lacks another writer's event: the append conflicts, and the decision is
+	// made again on what the log says.
+	id := events.NewID()
+	if _, err := a.Create(ctx, submitted(t, id)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Decide(ctx, id, incarnate); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Decide(ctx, id, cancel); err != nil {
+		t.Fatal(err)
+	}
+	st, err := a.DecideLatest(ctx, id, queue)
+	if err != nil || st.Status != events.StatusCancelled {
+		t.Fatalf("stale cache with a conflict: %v, reached %s; want cancelled", err, st.Status)
+	}
+
+	// The cache is so far behind that the decision on it is "nothing to do": that is
+	// checked against the log, where there is work.
+	id = events.NewID()
+	if _, err := a.Create(ctx, submitted(t, id)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.State(ctx, id); err != nil { // cached as submitted
+		t.Fatal(err)
+	}
+	if _, err := other.Decide(ctx, id, incarnate); err != nil {
+		t.Fatal(err)
+	}
+	st, err = a.DecideLatest(ctx, id, queue)
+	if err != nil || st.Status != events.StatusQueued {
+		t.Fatalf("stale cache deciding nothing: %v, reached %s; want queued", err, st.Status)
+	}
+	if names := eventstest.Names(t, a, id); len(names) != 3 || names[2] != events.Queued {
+		t.Fatalf("history %v", names)
 	}
 }

@@ -119,6 +119,10 @@ type Store interface {
 	Decide(ctx context.Context, jobID string, decide events.Decision) (events.State, error)
 	// DecideFrom decides from a state already folded, reloading only on a conflict.
 	DecideFrom(ctx context.Context, st events.State, decide events.Decision) (events.State, error)
+	// DecideLatest decides from the state this process last folded, when it has one.
+	DecideLatest(ctx context.Context, jobID string, decide events.Decision) (events.State, error)
+	// StateAt is the job's state including at least the consumed event e.
+	StateAt(ctx context.Context, e events.Event) (events.State, error)
 }
 
 // Deps are the stager's live collaborators.
@@ -246,11 +250,6 @@ func (s *stager) copier() copier {
 	return copier{limit: s.cfg.MaxFileBytes, idle: s.cfg.IdleTimeout, parallel: s.cfg.Parallel}
 }
 
-// state reads a job's folded state (a Decide that appends nothing).
-func (s *stager) state(ctx context.Context, jobID string) (events.State, error) {
-	return s.deps.Store.Decide(ctx, jobID, func(events.State) ([]events.Event, error) { return nil, nil })
-}
-
 func jobOf(st events.State) events.Job {
 	if st.Job == nil {
 		return events.Job{ID: st.JobID}
@@ -261,7 +260,7 @@ func jobOf(st events.State) events.Job {
 // stageIn makes the working directory, records the plan, moves every file in, and
 // hands the job to its cluster; a file that uses its budget fails the job.
 func (s *stager) stageIn(ctx context.Context, d events.Delivery) error {
-	st, err := s.state(ctx, d.Event.JobID)
+	st, err := s.deps.Store.StateAt(ctx, d.Event)
 	if err != nil || (st.Status != events.StatusIncarnated && st.Status != events.StatusStagingIn) {
 		return err
 	}
@@ -292,7 +291,7 @@ func (s *stager) stageIn(ctx context.Context, d events.Delivery) error {
 
 // begin records the stage-in plan (or a cancellation that came first).
 func (s *stager) begin(ctx context.Context, st events.State, items []item) (events.State, error) {
-	return s.deps.Store.Decide(ctx, st.JobID, func(st events.State) ([]events.Event, error) {
+	return s.deps.Store.DecideLatest(ctx, st.JobID, func(st events.State) ([]events.Event, error) {
 		if st.Status != events.StatusIncarnated {
 			return nil, nil
 		}
@@ -306,7 +305,7 @@ func (s *stager) begin(ctx context.Context, st events.State, items []item) (even
 
 // finishIn queues the job on its cluster, or fails it naming the file that did not come.
 func (s *stager) finishIn(ctx context.Context, jobID string, failures []failure) error {
-	_, err := s.deps.Store.Decide(ctx, jobID, func(st events.State) ([]events.Event, error) {
+	_, err := s.deps.Store.DecideLatest(ctx, jobID, func(st events.State) ([]events.Event, error) {
 		now := s.deps.Now()
 		switch {
 		case st.Status != events.StatusIncarnated && st.Status != events.StatusStagingIn:
@@ -331,7 +330,7 @@ func one(jobID string, name events.Name, route string, at time.Time, payload any
 // stageOut moves the job's outputs as its description asks, cleans up, and records
 // the outcome; the watcher then ends the job.
 func (s *stager) stageOut(ctx context.Context, d events.Delivery) error {
-	st, err := s.state(ctx, d.Event.JobID)
+	st, err := s.deps.Store.StateAt(ctx, d.Event)
 	if err != nil || st.Status != events.StatusStagingOut || st.StagedOut != nil {
 		return err
 	}
@@ -386,7 +385,7 @@ func (s *stager) cleanup(ctx context.Context, wd workDir, name string) error {
 
 // finishOut records stage-out's outcome once.
 func (s *stager) finishOut(ctx context.Context, jobID string, out events.StagedOutData) error {
-	_, err := s.deps.Store.Decide(ctx, jobID, func(st events.State) ([]events.Event, error) {
+	_, err := s.deps.Store.DecideLatest(ctx, jobID, func(st events.State) ([]events.Event, error) {
 		if st.Status != events.StatusStagingOut || st.StagedOut != nil {
 			return nil, nil
 		}

@@ -258,7 +258,7 @@ func (f *follower) apply(ctx context.Context, w Watched, o Observation) bool {
 }
 
 func (f *follower) exit(ctx context.Context, w Watched, d events.ExitedData) bool {
-	_, err := f.deps.Store.Decide(ctx, w.JobID, func(st events.State) ([]events.Event, error) {
+	_, err := f.deps.Store.DecideLatest(ctx, w.JobID, func(st events.State) ([]events.Event, error) {
 		if st.Status != events.StatusQueued && st.Status != events.StatusRunning && st.Status != events.StatusHeld {
 			return nil, nil
 		}
@@ -274,7 +274,7 @@ func (f *follower) exit(ctx context.Context, w Watched, d events.ExitedData) boo
 }
 
 func (f *follower) statusChange(ctx context.Context, jobID string, o Observation) {
-	_, err := f.deps.Store.Decide(ctx, jobID, func(st events.State) ([]events.Event, error) {
+	_, err := f.deps.Store.DecideLatest(ctx, jobID, func(st events.State) ([]events.Event, error) {
 		if st.Status == o.State && st.NativeState == o.NativeState {
 			return nil, nil
 		}
@@ -309,7 +309,7 @@ func (f *follower) markUnknown(ctx context.Context, batch []Watched, cause error
 }
 
 func (f *follower) record(ctx context.Context, jobID string, name events.Name, n events.Note) bool {
-	_, err := f.deps.Store.Decide(ctx, jobID, func(st events.State) ([]events.Event, error) {
+	_, err := f.deps.Store.DecideLatest(ctx, jobID, func(st events.State) ([]events.Event, error) {
 		if st.Status.Terminal() || (name == events.StatusUnknown) == st.StatusUnknown {
 			return nil, nil
 		}

@@ -192,7 +192,8 @@ func probeScript(group []probeJob) string {
 			loc, shellquote.Quote(path.Dir(s.Location)), shellquote.Quote(s.Body), tmp, tmp, tmp, loc)
 	}
 	b.WriteString("(\n" + inc.Scripts[events.ScriptStatus].Body + "\n)\necho \"gw:exits $?\"\n")
-	b.WriteString("gwx() { [ -f \"$2/" + events.ExitFile + "\" ] && printf 'gw:exit %s %s\\n' \"$1\" \"$(cat \"$2/" + events.ExitFile + "\")\"; :; }\n")
+	// read, a builtin, not $(cat ...): a poll of many ended jobs forks nothing per job.
+	b.WriteString("gwx() { [ -f \"$2/" + events.ExitFile + "\" ] && read -r gwc <\"$2/" + events.ExitFile + "\" && printf 'gw:exit %s %s\\n' \"$1\" \"$gwc\"; :; }\n")
 	for i, j := range group {
 		fmt.Fprintf(&b, "gwx %d %s\n", i, shellquote.Quote(j.info.workDir))
 	}

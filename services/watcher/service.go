@@ -67,6 +67,9 @@ func (c Config) withDefaults() Config {
 // Store is what the watcher needs of the event store.
 type Store interface {
 	Decide(ctx context.Context, jobID string, decide events.Decision) (events.State, error)
+	// DecideLatest decides from the state this process last folded, when it has one:
+	// for what a probe saw, which is news the log does not have yet.
+	DecideLatest(ctx context.Context, jobID string, decide events.Decision) (events.State, error)
 	DecideOn(ctx context.Context, e events.Event, decide events.Decision) (events.State, error)
 	StateAt(ctx context.Context, e events.Event) (events.State, error)
 }
