@@ -1,15 +1,12 @@
 package executor
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"github.com/gridwire/gridwire/pkg/recache"
 	"hash/fnv"
 	"log/slog"
-	"path"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,14 +17,16 @@ import (
 // ScriptTarget starts jobs through the cluster's profile: the JOB script is written into
 // the job's working directory on the target, the profile's static scripts into BIN
 // storage, and START runs there; its output, parsed with the profile's native ID
-// pattern, is the job's native ID. It serves remote hosts (SSHShell: a fork-like
+// pattern, is the job's native ID. Starts on one host that come while another is under
+// way go together: one shell on the host writes every JOB script and runs every START
+// of the batch (startScript), which is what a start costs most (a process, a session). It serves remote hosts (SSHShell: a fork-like
 // profile's START detaches the job on the host, a batch profile's submits it) and batch
 // systems reached from this host (LocalShell).
 //
 // Starting is idempotent through files beside the job on the target: START runs only
 // under a start lock (.gridwire/start.lock, created exclusively), and its exit status
-// and output are kept (.gridwire/start.rc, .gridwire/start.out). An attempt that finds
-// them adopts the run they record instead of starting another; one that finds the lock
+// (in the lock file) and output (.gridwire/start.out, start.err) are kept. An attempt
+// that finds them adopts the run they record instead of starting another; one that finds the lock
 // without them waits for the attempt holding it, up to StaleLock.
 type ScriptTarget struct {
 	Cluster string
@@ -41,15 +40,20 @@ type ScriptTarget struct {
 	Poll   time.Duration
 	Logger *slog.Logger
 
+	// Sessions is how many start scripts run at once on one host, each starting every
+	// job that was waiting when it began; default 2.
+	Sessions int
+
 	mu       sync.Mutex
-	patterns recache.Cache   // native ID and status patterns, compiled once
-	statics  map[string]bool // host + location of static scripts known to be installed
+	patterns recache.Cache            // native ID and status patterns, compiled once
+	statics  map[string]bool          // host + location of static scripts known to be installed
+	batchers map[string]*startBatcher // per host
 }
 
 // Files of the start lock, relative to the working directory.
 const (
-	startLock = events.ControlDir + "/start.lock"
-	startRC   = events.ControlDir + "/start.rc"
+	startLock = events.ControlDir + "/start.lock" // empty while START runs, then its exit status
+	startRC   = events.ControlDir + "/start.rc"   // the status, where executors before batching kept it
 	startOut  = events.ControlDir + "/start.out"
 	startErr  = events.ControlDir + "/start.err"
 )
@@ -61,8 +65,8 @@ func (s *ScriptTarget) Start(ctx context.Context, st events.State) (events.Start
 		return events.StartedData{}, fmt.Errorf("job %s has no absolute working directory", st.JobID)
 	}
 	start, ok := inc.Scripts[events.ScriptStart]
-	job, okJob := inc.Scripts[events.ScriptJob]
-	if !ok || !okJob || start.Body == "" || job.Body == "" {
+	jobScript, okJob := inc.Scripts[events.ScriptJob]
+	if !ok || !okJob || start.Body == "" || jobScript.Body == "" {
 		return events.StartedData{}, fmt.Errorf("job %s lacks its %s or %s script", st.JobID, events.ScriptStart, events.ScriptJob)
 	}
 	re, err := s.patterns.Compile(inc.NativeIDPattern)
@@ -73,21 +77,17 @@ func (s *ScriptTarget) Start(ctx context.Context, st events.State) (events.Start
 	if err := s.installStatics(ctx, sh, inc.StaticScripts); err != nil {
 		return events.StartedData{}, fmt.Errorf("installing static scripts on %s: %w", sh.Host(), err)
 	}
-	if err := sh.WriteFile(ctx, path.Join(inc.WorkDir, events.ScriptFile), []byte(job.Body), 0o700); err != nil {
-		return events.StartedData{}, fmt.Errorf("writing the job script on %s: %w", sh.Host(), err)
+	job := startJob{id: st.JobID, workDir: inc.WorkDir, start: start.Body, body: jobScript.Body}
+	if err := job.check(); err != nil {
+		return events.StartedData{}, err
 	}
-	vars := map[string]string{events.VarJobID: st.JobID, events.VarWorkDir: inc.WorkDir}
-	wrapper := withVars(vars, s.wrapper(start.Body))
 	for {
-		out, err := sh.Run(ctx, wrapper)
-		if err != nil {
-			return events.StartedData{}, err
+		r := s.batcher(sh).start(ctx, job)
+		if r.err != nil {
+			return events.StartedData{}, fmt.Errorf("starting job %s on %s: %w", st.JobID, sh.Host(), r.err)
 		}
-		res, err := parseWrapper(out)
-		if err != nil {
-			return events.StartedData{}, fmt.Errorf("job %s on %s: %w", st.JobID, sh.Host(), err)
-		}
-		switch res.verdict {
+		v := r.verdict
+		switch v.verdict {
 		case "busy":
 			if err := sleepCtx(ctx, s.poll()); err != nil {
 				return events.StartedData{}, err
@@ -96,18 +96,38 @@ func (s *ScriptTarget) Start(ctx context.Context, st events.State) (events.Start
 		case "stale":
 			s.log().Warn("took over an abandoned start", "job", st.JobID, "host", sh.Host())
 			continue
+		case "err":
+			return events.StartedData{}, fmt.Errorf("job %s on %s, working directory %q: %s", st.JobID, sh.Host(), inc.WorkDir, v.reason)
 		}
-		if res.rc != 0 {
+		if v.rc != 0 {
 			return events.StartedData{}, fmt.Errorf("START of job %s on %s failed: %s", st.JobID, sh.Host(),
-				Output{Stdout: res.out, Stderr: out.Stderr, ExitCode: res.rc}.describe())
+				Output{Stdout: v.out, Stderr: v.errOut, ExitCode: v.rc}.describe())
 		}
-		id, err := nativeID(re, res.out)
+		id, err := nativeID(re, v.out)
 		if err != nil {
 			return events.StartedData{}, fmt.Errorf("START of job %s on %s: %w", st.JobID, sh.Host(), err)
 		}
-		return events.StartedData{Cluster: s.Cluster, Host: sh.Host(), HostKey: out.HostKey, NativeID: id,
-			Running: !s.Batch, Adopted: res.verdict != "ran"}, nil
+		return events.StartedData{Cluster: s.Cluster, Host: sh.Host(), HostKey: r.hostKey, NativeID: id,
+			Running: !s.Batch, Adopted: v.verdict != "ran"}, nil
 	}
+}
+
+// batcher is the group commit of starts on sh's host.
+func (s *ScriptTarget) batcher(sh Shell) *startBatcher {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.batchers == nil {
+		s.batchers = map[string]*startBatcher{}
+	}
+	b := s.batchers[sh.Host()]
+	if b == nil {
+		b = &startBatcher{sh: sh, sessions: s.Sessions, script: s.startScript}
+		if b.sessions <= 0 {
+			b.sessions = 2
+		}
+		s.batchers[sh.Host()] = b
+	}
+	return b
 }
 
 // Control implements Controller: the profile's script for the action, with the job's
@@ -144,71 +164,6 @@ func (s *ScriptTarget) shellAt(host, jobID string) Shell {
 		}
 	}
 	return s.shellFor(jobID)
-}
-
-// wrapper is START under the start lock, in one shell on the target, with as few
-// processes as it can (they cost more than anything else here): it keeps START's output
-// and status beside the job before it prints anything, so the executor's death (its end
-// of the pipe closing) cannot come between START and that record, and it reports which
-// case it found. A failed START releases the lock, after reporting, for a retry; if the
-// executor died before that, the next attempt finds the failure, reports and releases.
-// The status is one short write: a reader sees it whole or finds the file empty and
-// waits.
-func (s *ScriptTarget) wrapper(start string) string {
-	minutes := int(max(s.stale(), time.Minute) / time.Minute)
-	return `c="$GW_WORKDIR/` + events.ControlDir + `"
-[ -d "$c" ] || mkdir -p "$c" || exit 90
-cd "$GW_WORKDIR" || exit 90
-set -C
-if { true >"` + startLock + `"; } 2>/dev/null; then
-  set +C
-  (
-` + start + `
-  ) </dev/null >"` + startOut + `" 2>"` + startErr + `"
-  echo "$?" >"` + startRC + `" || exit 91
-  v=ran
-elif set +C; [ -s "` + startRC + `" ]; then
-  v=done
-elif [ -n "$(find "` + startLock + `" -mmin +` + strconv.Itoa(minutes) + ` 2>/dev/null)" ]; then
-  mv -f "` + startLock + `" "` + startLock + `.abandoned-$$" 2>/dev/null; echo "gw:stale"; exit 0
-else
-  echo "gw:busy"; exit 0
-fi
-read -r rc <"` + startRC + `"
-echo "gw:$v $rc"
-while IFS= read -r l || [ -n "$l" ]; do printf '%s\n' "$l"; done <"` + startOut + `"
-[ ! -s "` + startErr + `" ] || cat "` + startErr + `" >&2
-if [ "$rc" != 0 ]; then mv -f "` + startLock + `" "` + startLock + `.failed-$$" 2>/dev/null; rm -f "` + startRC + `"; fi
-exit 0
-`
-}
-
-type wrapperResult struct {
-	verdict string // ran, done, busy, stale
-	rc      int
-	out     []byte // START's standard output
-}
-
-// parseWrapper reads the wrapper's first line ("gw:VERDICT [RC]") and START's output.
-func parseWrapper(o Output) (wrapperResult, error) {
-	if o.ExitCode != 0 {
-		return wrapperResult{}, fmt.Errorf("preparing the start: %s", o.describe())
-	}
-	first, rest, _ := bytes.Cut(o.Stdout, []byte("\n"))
-	verdict, rc, _ := strings.Cut(strings.TrimPrefix(string(first), "gw:"), " ")
-	switch {
-	case !bytes.HasPrefix(first, []byte("gw:")):
-		return wrapperResult{}, fmt.Errorf("unexpected output of the start wrapper: %q", first)
-	case verdict == "busy" || verdict == "stale":
-		return wrapperResult{verdict: verdict}, nil
-	case verdict != "ran" && verdict != "done":
-		return wrapperResult{}, fmt.Errorf("unexpected verdict of the start wrapper: %q", first)
-	}
-	code, err := strconv.Atoi(rc)
-	if err != nil {
-		return wrapperResult{}, fmt.Errorf("START's recorded exit status %q", rc)
-	}
-	return wrapperResult{verdict: verdict, rc: code, out: rest}, nil
 }
 
 // nativeID applies the profile's pattern to START's output: group 1 of the first line

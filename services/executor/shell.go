@@ -23,6 +23,10 @@ type Shell interface {
 	// Run runs script under the host's /bin/sh-compatible shell. A non-zero exit is an
 	// Output, not an error; errors are failures to run at all.
 	Run(ctx context.Context, script string) (Output, error)
+	// Feed runs script by feeding it to /bin/sh on its standard input, so that its size
+	// is not bound by the system's limit on an argument (128 KiB on Linux). The script
+	// must keep its commands off that input (it is the script itself).
+	Feed(ctx context.Context, script string) (Output, error)
 	// WriteFile replaces path atomically (a temporary file renamed over it), making
 	// missing parent directories.
 	WriteFile(ctx context.Context, path string, data []byte, mode os.FileMode) error
@@ -85,7 +89,18 @@ func (LocalShell) Host() string {
 
 // Run implements Shell.
 func (LocalShell) Run(ctx context.Context, script string) (Output, error) {
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", script)
+	return runLocal(ctx, exec.CommandContext(ctx, "/bin/sh", "-c", script))
+}
+
+// Feed implements Shell.
+func (LocalShell) Feed(ctx context.Context, script string) (Output, error) {
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-s")
+	cmd.Stdin = strings.NewReader(script)
+	return runLocal(ctx, cmd)
+}
+
+// runLocal runs cmd to its end and collects its Output.
+func runLocal(ctx context.Context, cmd *exec.Cmd) (Output, error) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

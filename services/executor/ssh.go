@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gridwire/gridwire/pkg/cluster"
@@ -46,6 +47,21 @@ func (s SSHShell) Run(ctx context.Context, script string) (Output, error) {
 		return Output{}, err
 	}
 	res, err := c.Run(ctx, script, nil)
+	if err != nil {
+		return Output{}, err
+	}
+	return Output{Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode, HostKey: c.HostKeyFingerprint()}, nil
+}
+
+// Feed implements Shell: the script goes in on the session's standard input, to a
+// /bin/sh that the login shell becomes (exec), so the session costs one shell as Run's
+// does.
+func (s SSHShell) Feed(ctx context.Context, script string) (Output, error) {
+	c, err := s.Pool.Client(ctx, s.Addr)
+	if err != nil {
+		return Output{}, err
+	}
+	res, err := c.Run(ctx, "exec /bin/sh -s", strings.NewReader(script))
 	if err != nil {
 		return Output{}, err
 	}

@@ -1,0 +1,159 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// Bounds of one start script: jobs, and bytes of their scripts (a job alone may exceed
+// the bytes; it then goes alone).
+const (
+	maxBatchJobs  = 64
+	maxBatchBytes = 4 << 20
+)
+
+// startBatcher is the group commit of starts on one host. A start enqueues its job and
+// waits; up to Sessions loops each take whatever is pending and start all of it with one
+// start script in one shell, then hand each caller its own verdict. A job that comes
+// alone goes at once (no waiting for company: idle latency stays that of one start);
+// while a script runs, the starts that come meanwhile queue up and go together in the
+// next, so batches grow with the load and no further.
+type startBatcher struct {
+	sh       Shell
+	sessions int
+	script   func(nonce string, jobs []startJob) string
+
+	mu      sync.Mutex
+	pending []*startCall
+	loops   int // loops running
+}
+
+// startCall is one waiting start.
+type startCall struct {
+	ctx  context.Context
+	job  startJob
+	done chan batchResult // buffered: a loop never waits on a caller
+}
+
+// batchResult is one job's part of a start script's outcome.
+type batchResult struct {
+	verdict startVerdict
+	hostKey string
+	err     error // the script could not run, or said nothing about this job
+}
+
+// start runs the job's start in the next start script on the batcher's host.
+//
+// A caller whose ctx ends while its job waits in the queue takes the job out: it is
+// never started. One whose ctx ends while the script that carries its job runs returns
+// at once, and the script goes on for the other jobs (it stops only when every caller
+// in it has gone): START may then run for this job with nobody to record it. That is
+// the case of an executor that dies after START ran, which starting already survives:
+// the run is recorded beside the job under the start lock (the script writes the status
+// before it prints anything), the caller's error leaves the delivery unacknowledged,
+// and the next delivery of the job finds the lock's status and adopts the run instead
+// of starting another.
+func (b *startBatcher) start(ctx context.Context, job startJob) batchResult {
+	c := &startCall{ctx: ctx, job: job, done: make(chan batchResult, 1)}
+	b.mu.Lock()
+	b.pending = append(b.pending, c)
+	if b.loops < max(b.sessions, 1) {
+		b.loops++
+		go b.loop()
+	}
+	b.mu.Unlock()
+	select {
+	case r := <-c.done:
+		return r
+	case <-ctx.Done():
+		b.mu.Lock()
+		b.drop(c)
+		b.mu.Unlock()
+		return batchResult{err: ctx.Err()}
+	}
+}
+
+// drop takes a waiting call out of the queue (nothing if a loop has taken it).
+func (b *startBatcher) drop(c *startCall) {
+	for i, p := range b.pending {
+		if p == c {
+			b.pending = append(b.pending[:i:i], b.pending[i+1:]...)
+			return
+		}
+	}
+}
+
+// loop runs start scripts while jobs are pending, then ends.
+func (b *startBatcher) loop() {
+	for {
+		calls := b.take()
+		if calls == nil {
+			return
+		}
+		b.run(calls)
+	}
+}
+
+// take removes the next batch from the queue; nil (and the loop's end) when it is empty.
+func (b *startBatcher) take() []*startCall {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, size := 0, 0
+	for n < len(b.pending) && n < maxBatchJobs && (n == 0 || size+b.pending[n].job.size() <= maxBatchBytes) {
+		size += b.pending[n].job.size()
+		n++
+	}
+	if n == 0 {
+		b.loops--
+		return nil
+	}
+	calls := append([]*startCall(nil), b.pending[:n]...)
+	b.pending = append(b.pending[:0:0], b.pending[n:]...)
+	return calls
+}
+
+// run starts one batch and hands out the verdicts. The script runs until it ends or
+// every caller in it has gone.
+func (b *startBatcher) run(calls []*startCall) {
+	live := calls[:0:0]
+	for _, c := range calls {
+		if c.ctx.Err() == nil {
+			live = append(live, c)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var left atomic.Int64
+	left.Store(int64(len(live)))
+	jobs := make([]startJob, len(live))
+	for i, c := range live {
+		jobs[i] = c.job
+		stop := context.AfterFunc(c.ctx, func() {
+			if left.Add(-1) == 0 {
+				cancel()
+			}
+		})
+		defer stop()
+	}
+	nonce := newNonce()
+	out, err := b.sh.Feed(ctx, b.script(nonce, jobs))
+	if err != nil {
+		for _, c := range live {
+			c.done <- batchResult{err: err}
+		}
+		return
+	}
+	verdicts, ok := parseStart(nonce, out.Stdout, len(live))
+	for i, c := range live {
+		r := batchResult{verdict: verdicts[i], hostKey: out.HostKey}
+		if !ok[i] {
+			r.err = fmt.Errorf("the start script ended before reporting job %s: %s", c.job.id, out.describe())
+		}
+		c.done <- r
+	}
+}
