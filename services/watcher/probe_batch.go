@@ -2,6 +2,7 @@ package watcher
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -63,7 +65,9 @@ type ScriptProber struct {
 	// MaxCallsPerMinute caps status calls to the cluster (0: no cap); polls wait for
 	// their turn rather than hammer the LRMS.
 	MaxCallsPerMinute int
-	Logger            *slog.Logger
+	// MaxJobsPerCall bounds the jobs one call asks about (0: MaxJobsPerCall).
+	MaxJobsPerCall int
+	Logger         *slog.Logger
 
 	mu       sync.Mutex
 	jobs     map[string]probeInfo
@@ -76,6 +80,11 @@ type probeInfo struct {
 	host, workDir, nativeID string
 	inc                     *events.IncarnatedData
 }
+
+// MaxJobsPerCall is the default bound on the jobs one status call asks about: their native IDs travel
+// in one exported variable (and in the status script's arguments), which the kernel
+// refuses past 128 KiB; a larger poll makes several calls.
+const MaxJobsPerCall = 1000
 
 // Default ceilings on status calls per cluster and minute.
 const (
@@ -129,8 +138,10 @@ func (p *ScriptProber) Probe(ctx context.Context, jobs []Watched) (map[string]Ob
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if err := p.probeGroup(ctx, groups[k], out); err != nil {
-			return nil, err
+		for group := range slices.Chunk(groups[k], cmp.Or(p.MaxJobsPerCall, MaxJobsPerCall)) {
+			if err := p.probeGroup(ctx, group, out); err != nil {
+				return nil, err
+			}
 		}
 	}
 	p.prune(jobs)

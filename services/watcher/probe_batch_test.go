@@ -119,6 +119,32 @@ func TestScriptProberMapsStatesInOneCall(t *testing.T) {
 	}
 }
 
+// A poll of more jobs than one call may carry is split into calls of at most
+// MaxJobsPerCall, and every job is still observed.
+func TestScriptProberSplitsLargePolls(t *testing.T) {
+	f := newProbeFixture(t)
+	status := statusScript(f.dir)
+	var jobs []Watched
+	for i := range 5 {
+		id, native := "J"+strconv.Itoa(i), strconv.Itoa(100+i)
+		jobs = append(jobs, f.job(t, id, native, "RUNNING", -1, status))
+	}
+	p := f.prober(0)
+	p.MaxJobsPerCall = 2
+	got, err := p.Probe(context.Background(), jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range jobs {
+		if want := (Observation{State: events.StatusRunning, NativeState: "RUNNING"}); got[w.JobID] != want {
+			t.Errorf("%s: %+v, want %+v", w.JobID, got[w.JobID], want)
+		}
+	}
+	if n := f.calls.Load(); n != 3 {
+		t.Errorf("%d calls for 5 jobs at 2 a call, want 3", n)
+	}
+}
+
 // A status call that fails is an error, never an invented state.
 func TestScriptProberFailedCallIsAnError(t *testing.T) {
 	f := newProbeFixture(t)
