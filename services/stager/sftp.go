@@ -84,7 +84,8 @@ func (p *sshPools) Close() error {
 type sftpFS struct {
 	c    *sftp.Client
 	root string
-	mu   sync.Mutex // guards the lazy resolution of real
+	mu   sync.Mutex // guards made and the lazy resolution of real
+	made bool       // root and its control directory exist
 	real string     // root with symlinks resolved
 }
 
@@ -92,10 +93,11 @@ func (s *sftpFS) abs(name string) (string, error) {
 	if s.root == "" {
 		return name, nil
 	}
-	if err := s.create(context.Background()); err != nil {
+	real, err := s.resolved()
+	if err != nil {
 		return "", err
 	}
-	if err := confine(s.c, s.real, name); err != nil {
+	if err := confine(s.c, real, name); err != nil {
 		return "", err
 	}
 	return path.Join(s.root, name), nil
@@ -104,7 +106,14 @@ func (s *sftpFS) abs(name string) (string, error) {
 func (s *sftpFS) create(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.real != "" {
+	return s.makeLocked()
+}
+
+// makeLocked makes the working directory and its control directory. The usual case,
+// a new job under a work root that exists, costs one Mkdir per level (two round trips
+// instead of MkdirAll's look at every level); anything else falls back to MkdirAll.
+func (s *sftpFS) makeLocked() error {
+	if s.made {
 		return nil
 	}
 	if !path.IsAbs(s.root) { // relative to the login's home, as OpenSSH's sftp has it
@@ -114,15 +123,33 @@ func (s *sftpFS) create(ctx context.Context) error {
 		}
 		s.root = path.Join(home, s.root)
 	}
-	if err := s.c.MkdirAll(path.Join(s.root, controlDir())); err != nil {
-		return fmt.Errorf("making working directory %s: %w", s.root, err)
+	ctl := path.Join(s.root, controlDir())
+	if s.c.Mkdir(s.root) != nil || s.c.Mkdir(ctl) != nil {
+		if err := s.c.MkdirAll(ctl); err != nil {
+			return fmt.Errorf("making working directory %s: %w", s.root, err)
+		}
+	}
+	s.made = true
+	return nil
+}
+
+// resolved is the working directory with symlinks resolved, for confinement checks;
+// it is looked up once, when a name in it is first used.
+func (s *sftpFS) resolved() (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.real != "" {
+		return s.real, nil
+	}
+	if err := s.makeLocked(); err != nil {
+		return "", err
 	}
 	real, err := resolve(s.c, "/", s.root)
 	if err != nil {
-		return fmt.Errorf("resolving working directory %s: %w", s.root, err)
+		return "", fmt.Errorf("resolving working directory %s: %w", s.root, err)
 	}
 	s.real = real
-	return nil
+	return real, nil
 }
 
 func (s *sftpFS) open(ctx context.Context, name string) (io.ReadCloser, int64, error) {

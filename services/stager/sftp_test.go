@@ -114,6 +114,24 @@ func TestSSHClusterWorkDirIsOnTheHost(t *testing.T) {
 	}
 }
 
+// The usual case: a new job's directory under a work root that exists, nothing to stage.
+func TestSSHClusterWorkDirUnderAnExistingRoot(t *testing.T) {
+	srv := sshtest.NewServer(t)
+	e := newEnv(t)
+	e.start(sftpConfig(srv))
+	root := filepath.Join(srv.Home, "jobs")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b"} {
+		wd := filepath.Join(root, name)
+		e.waitStatus(e.incarnate(events.Job{}, "remote", wd), events.StatusQueued)
+		if fi, err := os.Stat(filepath.Join(wd, events.ControlDir)); err != nil || !fi.IsDir() {
+			t.Errorf("%s: control directory on the host: %v", name, err)
+		}
+	}
+}
+
 func TestSSHWorkDirRefusesSymlinkEscape(t *testing.T) {
 	srv := sshtest.NewServer(t)
 	e := newEnv(t)
