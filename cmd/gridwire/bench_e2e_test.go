@@ -127,21 +127,49 @@ func BenchmarkE2ESlurm(b *testing.B) {
 	root := benchWorkRoot(b)
 	h := newE2EPipeline(b, cluster.Config{Clusters: []cluster.Cluster{{Name: "hpc", Kind: cluster.KindFork, Profile: "slurm",
 		LRMS: "Slurm", Queues: []string{"debug"}, WorkRoot: root}}})
-	for i := 0; i < b.N; i++ {
-		busy0, self0 := machineBusy(b), processCPU()
-		direct := sbatchRate(b, root, slurmBenchJobs)
-		busy1, self1 := machineBusy(b), processCPU()
-		start := time.Now()
-		gw := pipelineRate(b, h, slurmBenchJobs)
-		busy2, self2 := machineBusy(b), processCPU()
-		b.Logf("the last job wrote its exit status %.2fs after the first submission", lastExitWrite(b, root).Sub(start).Seconds())
-		perJob := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / slurmBenchJobs }
-		b.Logf("CPU per job, whole machine: sbatch %.1f ms, gridwire %.1f ms; of which this process and its children: %.1f ms, %.1f ms",
-			perJob(busy1-busy0), perJob(busy2-busy1), perJob(self1-self0), perJob(self2-self1))
-		b.ReportMetric(direct, "sbatch-jobs/s")
-		b.ReportMetric(gw, "gridwire-jobs/s")
-		b.ReportMetric(100*(direct/gw-1), "overhead-%")
+	// Each iteration runs $GRIDWIRE_BENCH_PAIRS (default 1) pairs of runs, in alternating
+	// order (Slurm's own state grows as it goes); the metrics are over all pairs, and each
+	// pair is logged. Run with -benchtime 1x.
+	pairs := 1
+	if v := os.Getenv("GRIDWIRE_BENCH_PAIRS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("GRIDWIRE_BENCH_PAIRS=%q: want a positive number", v)
+		}
+		pairs = n
 	}
+	var directTime, gwTime time.Duration
+	perJob := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / slurmBenchJobs }
+	for i := 0; i < b.N*pairs; i++ {
+		var direct, gw float64
+		var busyDirect, busyGW, selfDirect, selfGW time.Duration
+		runDirect := func() {
+			busy, self := machineBusy(b), processCPU()
+			direct = sbatchRate(b, root, slurmBenchJobs)
+			busyDirect, selfDirect = machineBusy(b)-busy, processCPU()-self
+		}
+		runGW := func() {
+			busy, self := machineBusy(b), processCPU()
+			start := time.Now()
+			gw = pipelineRate(b, h, slurmBenchJobs)
+			busyGW, selfGW = machineBusy(b)-busy, processCPU()-self
+			b.Logf("the last job wrote its exit status %.2fs after the first submission", lastExitWrite(b, root).Sub(start).Seconds())
+		}
+		if i%2 == 0 {
+			runDirect()
+			runGW()
+		} else {
+			runGW()
+			runDirect()
+		}
+		directTime += time.Duration(float64(time.Second) * slurmBenchJobs / direct)
+		gwTime += time.Duration(float64(time.Second) * slurmBenchJobs / gw)
+		b.Logf("pair %d: sbatch %.1f jobs/s, gridwire %.1f jobs/s, gridwire adds %.1f%%; CPU per job, whole machine: sbatch %.1f ms, gridwire %.1f ms; of which this process and its children: %.1f ms, %.1f ms",
+			i+1, direct, gw, 100*(direct/gw-1), perJob(busyDirect), perJob(busyGW), perJob(selfDirect), perJob(selfGW))
+	}
+	b.ReportMetric(float64(b.N*pairs*slurmBenchJobs)/directTime.Seconds(), "sbatch-jobs/s")
+	b.ReportMetric(float64(b.N*pairs*slurmBenchJobs)/gwTime.Seconds(), "gridwire-jobs/s")
+	b.ReportMetric(100*(gwTime.Seconds()/directTime.Seconds()-1), "overhead-%")
 }
 
 // sbatchRate submits n `sbatch --wrap true` jobs, 8 submitters at a time as the
