@@ -102,6 +102,8 @@ func Apply(s State, e Event) (State, error) {
 		return s, err
 	}
 	next.Events++
+	// The only fields taken from the event's stored form (Store.decideOnce relies on it:
+	// steps never read Seq, Subject or Hash).
 	next.LastSeq, next.LastID, next.LastHash, next.UpdatedAt = e.Seq, e.ID, e.Hash, e.Time
 	if next.Status.Terminal() {
 		next.EndedAt = e.Time

@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -53,6 +54,25 @@ func TestReplayOfALife(t *testing.T) {
 	again, _ := events.Replay(evs)
 	if diff := cmp.Diff(st, again); diff != "" {
 		t.Fatalf("second replay differs:\n%s", diff)
+	}
+}
+
+// Store.decideOnce folds an event before it is stored and then sets only LastSeq and
+// LastHash: that is right only while no step reads what storing adds.
+func TestApplyTakesOnlySeqAndHashFromTheStoredForm(t *testing.T) {
+	var st events.State
+	for _, e := range life(t, events.NewID()) {
+		e.Hash = "h" + strconv.FormatUint(e.Seq, 10)
+		e.Subject = "jobs.x." + string(e.Name) + "._"
+		stored := mustApply(t, st, e)
+		unstored := e
+		unstored.Seq, unstored.Hash, unstored.Subject = 0, "", ""
+		early := mustApply(t, st, unstored)
+		early.LastSeq, early.LastHash = e.Seq, e.Hash
+		if diff := cmp.Diff(stored, early); diff != "" {
+			t.Fatalf("%s: folding the unstored event differs beyond LastSeq/LastHash (-stored +early):\n%s", e.Name, diff)
+		}
+		st = stored
 	}
 }
 

@@ -378,17 +378,19 @@ func (s *Store) decideOnce(ctx context.Context, st State, decide Decision) (Stat
 		}
 		e.PrevHash, e.PrevSeq = st.LastHash, st.LastSeq
 		// Fold before appending: an illegal event is refused without touching the log.
-		if _, err := Apply(st, e); err != nil {
+		next, err := Apply(st, e)
+		if err != nil {
 			return st, err
 		}
 		seq, hash, err := s.append(ctx, st.LastSeq, st.LastHash, e)
 		if err != nil {
 			return st, err
 		}
-		e.Seq, e.Subject, e.Hash = seq, e.subject(), hash
-		if st, err = Apply(st, e); err != nil {
-			return st, err
-		}
+		// The stream's sequence and the stored body's hash are all Apply takes from an
+		// event's stored form (it sets them last, after the step): set them rather than
+		// fold (and decode the payload) a second time.
+		next.LastSeq, next.LastHash = seq, hash
+		st = next
 		s.cache.put(st)
 	}
 	return st, nil
