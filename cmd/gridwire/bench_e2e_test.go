@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -95,8 +96,21 @@ func BenchmarkE2ESSHCluster(b *testing.B) {
 		b.Fatalf("ssh: %v %s", err, out)
 	}
 	defer exec.Command("ssh", append(args, "-O", "exit", "127.0.0.1")...).Run()
+	workRoot := srv.Dir
+	if os.Getenv("GRIDWIRE_BENCH_WORK_ROOT") != "" {
+		workRoot = benchWorkRoot(b)
+		u, err := user.Lookup(srv.User)
+		if err != nil {
+			b.Fatal(err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		if err := os.Chown(workRoot, uid, gid); err != nil {
+			b.Fatal(err)
+		}
+	}
 	cfg := cluster.Config{Clusters: []cluster.Cluster{{Name: "remote", Kind: cluster.KindSSH, Hosts: []string{srv.Addr},
-		User: srv.User, Identity: srv.ClientKeyFile, KnownHosts: srv.KnownHostsFile, Profile: "fork", LRMS: "Fork", WorkRoot: srv.Dir}}}
+		User: srv.User, Identity: srv.ClientKeyFile, KnownHosts: srv.KnownHostsFile, Profile: "fork", LRMS: "Fork", WorkRoot: workRoot}}}
 	h := newE2EPipeline(b, cfg)
 	sshTrue := func() error { return exec.Command("ssh", append(args, "127.0.0.1", "true")...).Run() }
 	for i := 0; i < b.N; i++ {
