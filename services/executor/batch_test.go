@@ -200,7 +200,7 @@ func TestBatchAdoptsRecordedRuns(t *testing.T) {
 		}
 	}
 	current, legacy := sts[0].Incarnation.WorkDir, sts[1].Incarnation.WorkDir
-	record(current, map[string]string{startLock: "0\n", startOut: "4242\n", events.ScriptFile: "the running job"})
+	record(current, map[string]string{startLock: "4242\n" + statusLine + "0\n", events.ScriptFile: "the running job"})
 	record(legacy, map[string]string{startLock: "", startRC: "0\n", startOut: "4343\n", events.ScriptFile: "the running job"})
 	runs, errs := startTogether(t, tg, sts)
 	for i, want := range []string{"4242", "4343"} {
@@ -214,7 +214,7 @@ func TestBatchAdoptsRecordedRuns(t *testing.T) {
 	if errs[2] != nil || runs[2].Adopted || lines(t, calls) != 1 {
 		t.Errorf("job 2: %+v %v, %d submissions; want it alone submitted", runs[2], errs[2], lines(t, calls))
 	}
-	if b, _ := os.ReadFile(filepath.Join(legacy, startLock)); string(b) != "0\n" || exists(filepath.Join(legacy, startRC)) {
+	if b, _ := os.ReadFile(filepath.Join(legacy, startLock)); string(b) != "4343\n"+statusLine+"0\n" || exists(filepath.Join(legacy, startRC)) {
 		t.Errorf("the old status file was not moved into the lock: lock %q", b)
 	}
 }

@@ -17,17 +17,18 @@ import (
 // ScriptTarget starts jobs through the cluster's profile: the JOB script is written into
 // the job's working directory on the target, the profile's static scripts into BIN
 // storage, and START runs there; its output, parsed with the profile's native ID
-// pattern, is the job's native ID. Starts on one host that come while another is under
-// way go together: one shell on the host writes every JOB script and runs every START
-// of the batch (startScript), which is what a start costs most (a process, a session). It serves remote hosts (SSHShell: a fork-like
+// pattern, is the job's native ID. It serves remote hosts (SSHShell: a fork-like
 // profile's START detaches the job on the host, a batch profile's submits it) and batch
-// systems reached from this host (LocalShell).
+// systems reached from this host (LocalShell). Starts on one host that come while
+// another is under way go together (startBatcher): one shell on the host writes every
+// JOB script of the batch and runs every START (startScript), since a process and a
+// session are what a start costs most.
 //
 // Starting is idempotent through files beside the job on the target: START runs only
-// under a start lock (.gridwire/start.lock, created exclusively), and its exit status
-// (in the lock file) and output (.gridwire/start.out, start.err) are kept. An attempt
-// that finds them adopts the run they record instead of starting another; one that finds the lock
-// without them waits for the attempt holding it, up to StaleLock.
+// under a start lock (.gridwire/start.lock, created exclusively), and its output and
+// exit status are kept in the lock file (its error output in .gridwire/start.err). An
+// attempt that finds them adopts the run they record instead of starting another; one
+// that finds the lock without them waits for the attempt holding it, up to StaleLock.
 type ScriptTarget struct {
 	Cluster string
 	Shells  []Shell // one per host; a job always goes to the same one
@@ -52,10 +53,12 @@ type ScriptTarget struct {
 
 // Files of the start lock, relative to the working directory.
 const (
-	startLock = events.ControlDir + "/start.lock" // empty while START runs, then its exit status
-	startRC   = events.ControlDir + "/start.rc"   // the status, where executors before batching kept it
-	startOut  = events.ControlDir + "/start.out"
-	startErr  = events.ControlDir + "/start.err"
+	startLock = events.ControlDir + "/start.lock" // START's output, then its exit status (statusLine)
+	startErr  = events.ControlDir + "/start.err"  // START's error output
+	// Where executors before batching kept START's status and output: read for runs
+	// they recorded.
+	startRC  = events.ControlDir + "/start.rc"
+	startOut = events.ControlDir + "/start.out"
 )
 
 // Start implements Target.
