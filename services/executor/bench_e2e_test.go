@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,9 +17,13 @@ import (
 )
 
 // BenchmarkE2ESSHStarts compares, in one run against a real sshd on loopback, starting
-// jobs on an ssh cluster (the fork profile's START, the JOB script uploaded by SFTP,
-// the start lock: everything the executor does per job) with OpenSSH running `true`
-// over a ControlMaster connection; both 8 at a time.
+// jobs on an ssh cluster (everything the executor does per job: the JOB script written,
+// START under the start lock, the native ID parsed) with OpenSSH running `true` over a
+// ControlMaster connection, 8 at a time. Two STARTs: the fork profile's, which runs the
+// job on the host at once (its own processes and files share the two cores with
+// everything else here), and one that only prints an ID, as a batch system's submit
+// does on a separate machine: the cost of starting alone. gridwire also at 32 at a time
+// (the executor's workers in the gridwire command).
 func BenchmarkE2ESSHStarts(b *testing.B) {
 	srv := sshtest.StartOpenSSH(b)
 	args := append(srv.SSHArgs(), "-o", "ControlMaster=auto", "-o", "ControlPath="+filepath.Join(srv.Dir, "..", "cm-%C"),
@@ -34,16 +39,39 @@ func BenchmarkE2ESSHStarts(b *testing.B) {
 	}
 	defer closeFn()
 	const n = 400
-	for i := 0; i < b.N; i++ {
-		openssh := concurrently(b, n, func() error { return exec.Command("ssh", append(args, "127.0.0.1", "true")...).Run() })
-		gw := concurrently(b, n, func() error {
+	starts := func(workers int, start string) float64 {
+		var wds []string
+		var mu sync.Mutex
+		rate := concurrentlyN(b, n, workers, func() error {
 			wd := filepath.Join(srv.Dir, events.NewID())
-			_, err := tg.Start(context.Background(), events.State{JobID: filepath.Base(wd), Incarnation: ptr(forkIncarnation("remote", wd, "true"))})
+			inc := forkIncarnation("remote", wd, "true")
+			if start != "" {
+				inc.Scripts[events.ScriptStart] = events.Script{Body: start}
+			}
+			mu.Lock()
+			wds = append(wds, wd)
+			mu.Unlock()
+			_, err := tg.Start(context.Background(), events.State{JobID: filepath.Base(wd), Incarnation: &inc})
 			return err
 		})
+		if start == "" {
+			for _, wd := range wds { // let the jobs end before the next measurement
+				waitFile(b, filepath.Join(wd, events.ExitFile))
+			}
+		}
+		return rate
+	}
+	for i := 0; i < b.N; i++ {
+		openssh := concurrently(b, n, func() error { return exec.Command("ssh", append(args, "127.0.0.1", "true")...).Run() })
+		fork := starts(8, "")
+		submit := starts(8, "echo 4242\n")
+		submit32 := starts(32, "echo 4242\n")
 		b.ReportMetric(openssh, "openssh-cm-cmds/s")
-		b.ReportMetric(gw, "gridwire-starts/s")
-		b.ReportMetric(gw/openssh, "ratio")
+		b.ReportMetric(fork, "fork-starts/s")
+		b.ReportMetric(submit, "submit-starts/s")
+		b.ReportMetric(submit32, "submit-starts-32/s")
+		b.ReportMetric(fork/openssh, "ratio-fork")
+		b.ReportMetric(submit/openssh, "ratio-submit")
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -157,8 +158,13 @@ func BenchmarkForkStart(b *testing.B) {
 
 // concurrently runs fn n times, 8 at a time, and returns runs/s.
 func concurrently(b *testing.B, n int, fn func() error) float64 {
+	return concurrentlyN(b, n, 8, fn)
+}
+
+// concurrentlyN runs fn n times, workers at a time, and returns runs/s.
+func concurrentlyN(b *testing.B, n, workers int, fn func() error) float64 {
 	start := time.Now()
-	sem := make(chan struct{}, 8)
+	sem := make(chan struct{}, workers)
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
 		sem <- struct{}{}
@@ -173,4 +179,85 @@ func concurrently(b *testing.B, n int, fn func() error) float64 {
 	}
 	wg.Wait()
 	return float64(n) / time.Since(start).Seconds()
+}
+
+// BenchmarkScriptStarts measures what starting costs on a ScriptTarget when START only
+// prints an ID (a batch system's submit, without the batch system): over this host's
+// shell and over one pooled connection to the in-process SSH server, 8 and 32 at a time.
+// The working directories exist beforehand, as the stager leaves them. Reported:
+// starts/s, and CPU per start of this process and every process it waited for (the
+// shells, their subshells, the in-process server's sessions), which the machine's
+// other load changes far less than the rate.
+func BenchmarkScriptStarts(b *testing.B) {
+	for _, shell := range []string{"local", "ssh"} {
+		for _, workers := range []int{8, 32} {
+			b.Run(fmt.Sprintf("shell=%s/workers=%d", shell, workers), func(b *testing.B) {
+				tg := scriptStartsTarget(b, shell)
+				const n = 1000
+				for i := 0; i < b.N; i++ {
+					rate, cpu := scriptStarts(b, tg, n, workers)
+					b.ReportMetric(rate, "starts/s")
+					b.ReportMetric(float64(cpu.Microseconds())/1000/n, "cpu-ms/start")
+				}
+			})
+		}
+	}
+}
+
+func scriptStartsTarget(b *testing.B, shell string) Target {
+	if shell == "local" {
+		return &ScriptTarget{Cluster: "hpc", Shells: []Shell{LocalShell{}}, Batch: true}
+	}
+	srv := sshtest.NewServer(b)
+	user := os.Getenv("USER")
+	if user == "" {
+		user = "gridwire"
+	}
+	tg, closeFn, err := NewTarget(cluster.Cluster{Name: "remote", Kind: cluster.KindSSH, Hosts: []string{srv.Addr}, User: user,
+		Identity: srv.ClientKeyFile, KnownHosts: srv.KnownHostsFile, Profile: "slurm", LRMS: "Slurm"}, nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(closeFn)
+	return tg
+}
+
+// scriptStarts starts n jobs, workers at a time, and returns starts/s and the CPU spent.
+func scriptStarts(b *testing.B, tg Target, n, workers int) (float64, time.Duration) {
+	b.StopTimer()
+	root := b.TempDir()
+	sts := make([]events.State, n)
+	for i := range sts {
+		wd := filepath.Join(root, events.NewID())
+		if err := os.MkdirAll(filepath.Join(wd, events.ControlDir), 0o700); err != nil {
+			b.Fatal(err)
+		}
+		inc := batchIncarnation(wd)
+		inc.Scripts[events.ScriptStart] = events.Script{Body: "echo 4242\n"}
+		sts[i] = events.State{JobID: filepath.Base(wd), Incarnation: &inc}
+	}
+	b.StartTimer()
+	cpu := cpuTime()
+	next := make(chan events.State, n)
+	for _, st := range sts {
+		next <- st
+	}
+	close(next)
+	rate := concurrentlyN(b, n, workers, func() error {
+		_, err := tg.Start(context.Background(), <-next)
+		return err
+	})
+	return rate, cpuTime() - cpu
+}
+
+// cpuTime is the CPU time of this process and of the children it has waited for.
+func cpuTime() time.Duration {
+	var t time.Duration
+	for _, who := range []int{syscall.RUSAGE_SELF, syscall.RUSAGE_CHILDREN} {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(who, &ru); err == nil {
+			t += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		}
+	}
+	return t
 }
