@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Bounds of one start script: jobs, and bytes of their scripts (a job alone may exceed
@@ -24,6 +25,9 @@ type startBatcher struct {
 	sh       Shell
 	sessions int
 	script   func(nonce string, jobs []startJob) string
+	// grace is how long a script goes on once every caller in it has gone, before it is
+	// stopped; see run.
+	grace time.Duration
 
 	mu      sync.Mutex
 	pending []*startCall
@@ -114,8 +118,13 @@ func (b *startBatcher) take() []*startCall {
 	return calls
 }
 
-// run starts one batch and hands out the verdicts. The script runs until it ends or
-// every caller in it has gone.
+// run starts one batch and hands out the verdicts. The script runs until it ends, or
+// until grace after every caller in it has gone (an executor shutting down). Stopping
+// it at once would kill the shell between a START it ran and the record of START's
+// status, which leaves a lock without a status: the job would wait out StaleLock and
+// then start a second time. Left to run, the script records every START it ran before
+// it prints anything, and a shell whose reader went away dies at its next print, before
+// it takes another lock.
 func (b *startBatcher) run(calls []*startCall) {
 	live := calls[:0:0]
 	for _, c := range calls {
@@ -135,7 +144,7 @@ func (b *startBatcher) run(calls []*startCall) {
 		jobs[i] = c.job
 		stop := context.AfterFunc(c.ctx, func() {
 			if left.Add(-1) == 0 {
-				cancel()
+				time.AfterFunc(b.grace, cancel)
 			}
 		})
 		defer stop()

@@ -34,6 +34,18 @@ func batchTarget() (*ScriptTarget, *countingShell) {
 	return &ScriptTarget{Cluster: "hpc", Shells: []Shell{sh}, Batch: true, Sessions: 1, Poll: 10 * time.Millisecond}, sh
 }
 
+// inBothModes runs a test on a batch target (STARTs of a script at once) and on one
+// whose STARTs run in turn (a fork-like profile's).
+func inBothModes(t *testing.T, test func(t *testing.T, tg *ScriptTarget)) {
+	for _, batch := range []bool{true, false} {
+		t.Run(map[bool]string{true: "batch", false: "in-turn"}[batch], func(t *testing.T) {
+			tg, _ := batchTarget()
+			tg.Batch = batch
+			test(t, tg)
+		})
+	}
+}
+
 // until polls cond; the bound only keeps a broken test from hanging.
 func until(t testing.TB, what string, cond func() bool) {
 	t.Helper()
@@ -143,9 +155,10 @@ func TestBatchStartsManyJobsInOneScript(t *testing.T) {
 }
 
 // One job's failing START fails that job alone; its lock is released for a retry.
-func TestBatchFailingStartFailsOnlyItsJob(t *testing.T) {
+func TestBatchFailingStartFailsOnlyItsJob(t *testing.T) { inBothModes(t, failingStartFailsOnlyItsJob) }
+
+func failingStartFailsOnlyItsJob(t *testing.T, tg *ScriptTarget) {
 	calls := fakeSbatch(t, "")
-	tg, _ := batchTarget()
 	sts := batchJobs(t, 5)
 	bad := sts[2].Incarnation
 	good := bad.Scripts[events.ScriptStart]
@@ -184,9 +197,10 @@ func TestBatchFailingStartFailsOnlyItsJob(t *testing.T) {
 // A job whose run is recorded beside it is adopted inside a batch, from the lock's
 // status or from the status file an executor before batching wrote; nothing about it
 // is rewritten, and only the others are submitted.
-func TestBatchAdoptsRecordedRuns(t *testing.T) {
+func TestBatchAdoptsRecordedRuns(t *testing.T) { inBothModes(t, adoptsRecordedRuns) }
+
+func adoptsRecordedRuns(t *testing.T, tg *ScriptTarget) {
 	calls := fakeSbatch(t, "")
-	tg, _ := batchTarget()
 	sts := batchJobs(t, 3)
 	record := func(wd string, files map[string]string) {
 		t.Helper()
@@ -223,8 +237,11 @@ func TestBatchAdoptsRecordedRuns(t *testing.T) {
 // directory and a job ID full of quotes, command substitutions, backticks and newlines
 // are written and passed exactly, and nothing in them runs.
 func TestBatchWritesHostileValuesLiterally(t *testing.T) {
+	inBothModes(t, writesHostileValuesLiterally)
+}
+
+func writesHostileValuesLiterally(t *testing.T, tg *ScriptTarget) {
 	fakeSbatch(t, "")
-	tg, _ := batchTarget()
 	root := t.TempDir()
 	canary := filepath.Join(root, "canary")
 	evil := "'\"$(touch " + canary + ")`touch " + canary + "`\\\n$HOME ${x:-y} ;touch " + canary + "\n'"

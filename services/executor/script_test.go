@@ -13,8 +13,8 @@ import (
 )
 
 // fakeSbatch puts an sbatch on PATH that counts its calls in calls, waits for the file
-// gate to exist when one is named, and prints "ID;cluster"; exit status 1 while the
-// file "refuse" exists beside calls.
+// gate to exist when one is named, and prints "ID;cluster" (ID: the call's number
+// followed by 000); exit status 1 while the file "refuse" exists beside calls.
 func fakeSbatch(t *testing.T, gate string) (calls string) {
 	t.Helper()
 	bin := t.TempDir()
@@ -23,8 +23,10 @@ func fakeSbatch(t *testing.T, gate string) (calls string) {
 	if gate != "" {
 		body += "while [ ! -e '" + gate + "' ]; do sleep 0.01; done\n"
 	}
+	// Submissions of one batch run at once: the count is taken under a lock (mkdir).
 	body += "if [ -e '" + bin + "/refuse' ]; then echo 'sbatch: error: invalid partition' >&2; exit 1; fi\n" +
-		"echo x >> '" + calls + "'\necho \"$(wc -l < '" + calls + "' | tr -d ' ')000;hpc\"\n"
+		"until mkdir '" + bin + "/lock' 2>/dev/null; do sleep 0.001; done\n" +
+		"echo x >> '" + calls + "'\nn=$(wc -l < '" + calls + "' | tr -d ' ')\nrmdir '" + bin + "/lock'\necho \"${n}000;hpc\"\n"
 	if err := os.WriteFile(filepath.Join(bin, "sbatch"), []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,7 @@ const (
 // project's loaded VM a process about 0.6 ms, creating a file about 0.6 ms, opening
 // one that exists 20 us), so it spends as few as it can: one shell for the batch, one
 // mkdir for the control directories that are missing, then per job one subshell for
-// START and three new files: the JOB script, the lock, which takes START's standard
+// START (two on a batch target, below) and three new files: the JOB script, the lock, which takes START's standard
 // output and then its exit status, and START's standard error.
 //
 // Crash safety, per job (the properties of the single-job wrapper it replaces):
@@ -94,6 +94,14 @@ const (
 //     finds the failure, reports it and releases.
 //   - Each START runs in its own subshell through eval, so neither its failure, its
 //     exit nor a syntax error in it reaches the other jobs.
+//   - Nothing is printed until every START the script ran has its status recorded.
+//
+// For a batch target (Batch) the STARTs of a script run at once, each in the
+// background with the record of its status (a second subshell per job): a batch
+// system's submit command mostly waits on its server, so one after the other they
+// would take as long as they wait. Otherwise (a START that forks the job on the host)
+// they run in turn, one subshell each, and each job is reported before the next is
+// taken.
 //
 // START's standard error is kept for the report only: an attempt that adopts a run
 // reports the error output kept beside it.
@@ -122,32 +130,44 @@ gw_scan() {
   done <"$1"
   [ -n "$gw_rc" ]
 }
-gw_one() {
-  gw_k=$1
-  if ! cd "$GW_WORKDIR" 2>/dev/null || [ ! -d ` + events.ControlDir + ` ]; then gw_say "err cannot enter the working directory"; return; fi
+gw_take() {
+  if ! cd "$GW_WORKDIR" 2>/dev/null || [ ! -d ` + events.ControlDir + ` ]; then eval "gw_v$1=nodir"; return; fi
   set -C
   if { true >` + startLock + `; } 2>/dev/null; then
     if ! { printf '%s' "$gw_j" >` + events.ScriptFile + `; } 2>/dev/null; then
       set +C
       if ! { printf '%s' "$gw_j" >` + jobScriptNew + ` && mv -f ` + jobScriptNew + ` ` + events.ScriptFile + `; } 2>/dev/null; then
-        mv -f ` + startLock + ` "` + startLockFail + `" 2>/dev/null; gw_say "err cannot write the JOB script"; return
+        mv -f ` + startLock + ` "` + startLockFail + `" 2>/dev/null; eval "gw_v$1=nojob"; return
       fi
     fi
     set +C
-    ( set --; eval "$gw_s" ) </dev/null >>` + startLock + ` 2>` + startErr + `
-    printf '\n` + statusLine + `%s\n' "$?" >>` + startLock + ` || { gw_say "err cannot record START's exit status"; return; }
-    gw_v=ran
+    if [ -n "$gw_par" ]; then
+      { ( set --; eval "$gw_s" ) </dev/null >>` + startLock + ` 2>` + startErr + `; printf '\n` + statusLine + `%s\n' "$?" >>` + startLock + `; } &
+    else
+      ( set --; eval "$gw_s" ) </dev/null >>` + startLock + ` 2>` + startErr + `
+      printf '\n` + statusLine + `%s\n' "$?" >>` + startLock + `
+    fi
+    eval "gw_v$1=ran"
   else
     set +C
-    gw_v=done
+    eval "gw_v$1=held"
   fi
+}
+gw_report() {
+  gw_k=$1
+  eval "gw_v=\$gw_v$1"
+  case $gw_v in
+  nodir) gw_say "err cannot enter the working directory"; return ;;
+  nojob) gw_say "err cannot write the JOB script"; return ;;
+  esac
+  cd "$2" 2>/dev/null || { gw_say "err cannot enter the working directory"; return; }
   if gw_scan ` + startLock + `; then
-    :
-  elif [ "$gw_v" = done ] && [ -s ` + startRC + ` ] && read -r gw_r <` + startRC + `; then
-    gw_scan ` + startOut + `; gw_rc=$gw_r
+    [ "$gw_v" = ran ] || gw_v=done
+  elif [ "$gw_v" = held ] && [ -s ` + startRC + ` ] && read -r gw_r <` + startRC + `; then
+    gw_scan ` + startOut + `; gw_rc=$gw_r gw_v=done
     printf '%s` + statusLine + `%s\n' "$gw_o" "$gw_rc" >>` + startLock + ` && rm -f ` + startRC + `
   elif [ "$gw_v" = ran ]; then
-    gw_say "err cannot read the start lock back"; return
+    gw_say "err START's exit status could not be recorded"; return
   elif [ ! -e ` + startLock + ` ]; then
     gw_say "err cannot create the start lock"; return
   elif [ -n "$(find ` + startLock + ` -mmin +` + minutes + ` 2>/dev/null)" ]; then
@@ -163,6 +183,11 @@ gw_one() {
   [ "$gw_rc" = 0 ] || mv -f ` + startLock + ` "` + startLockFail + `" 2>/dev/null
 }
 `)
+	if s.Batch {
+		b.WriteString("gw_par=1\n")
+	} else {
+		b.WriteString("gw_par=\n")
+	}
 	b.WriteString("set --\nfor gw_d in")
 	for _, j := range jobs {
 		b.WriteString(" " + shellquote.Quote(j.workDir+"/"+events.ControlDir))
@@ -172,7 +197,16 @@ gw_one() {
 		b.WriteString(events.VarJobID + "=" + shellquote.Quote(j.id) + " " + events.VarWorkDir + "=" + shellquote.Quote(j.workDir) + "\n")
 		b.WriteString("export " + events.VarJobID + " " + events.VarWorkDir + "\n")
 		b.WriteString("gw_s=" + shellquote.Quote(j.start) + "\ngw_j=" + shellquote.Quote(j.body) + "\n")
-		b.WriteString("gw_one " + strconv.Itoa(k) + "\n")
+		b.WriteString("gw_take " + strconv.Itoa(k) + "\n")
+		if !s.Batch {
+			b.WriteString("gw_report " + strconv.Itoa(k) + ` "$GW_WORKDIR"` + "\n")
+		}
+	}
+	if s.Batch {
+		b.WriteString("wait\n")
+		for k, j := range jobs {
+			b.WriteString("gw_report " + strconv.Itoa(k) + " " + shellquote.Quote(j.workDir) + "\n")
+		}
 	}
 	b.WriteString("exit 0\n}\n")
 	return b.String()
