@@ -28,6 +28,9 @@ type startBatcher struct {
 	// grace is how long a script goes on once every caller in it has gone, before it is
 	// stopped; see run.
 	grace time.Duration
+	// limit bounds a script's run: a START still running after StaleLock counts as
+	// abandoned anyway, and a hung one must not hold the others of its batch forever.
+	limit time.Duration
 
 	mu      sync.Mutex
 	pending []*startCall
@@ -135,7 +138,7 @@ func (b *startBatcher) run(calls []*startCall) {
 	if len(live) == 0 {
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), b.limit)
 	defer cancel()
 	var left atomic.Int64
 	left.Store(int64(len(live)))

@@ -349,3 +349,20 @@ func TestSSHTargetStartsABatchInOneSession(t *testing.T) {
 		t.Errorf("%d start scripts in %d sessions; want 2 and 2", sh.feeds.Load(), srv.Execs())
 	}
 }
+
+// A START that hangs holds its script no longer than StaleLock (after which another
+// attempt would take its lock over anyway): the caller gets an error, not a wait
+// without end, and nothing is reported as started.
+func TestBatchHungStartIsBounded(t *testing.T) {
+	inBothModes(t, func(t *testing.T, tg *ScriptTarget) {
+		gate := filepath.Join(t.TempDir(), "gate")
+		t.Cleanup(func() { os.WriteFile(gate, nil, 0o644) }) // the hung START then ends
+		tg.StaleLock = 200 * time.Millisecond
+		st := batchJobs(t, 1)[0]
+		st.Incarnation.Scripts[events.ScriptStart] = events.Script{Body: "while [ ! -e '" + gate + "' ]; do sleep 0.01; done\necho 1\n"}
+		run, err := tg.Start(context.Background(), st)
+		if err == nil {
+			t.Fatalf("a hung START reported %+v", run)
+		}
+	})
+}

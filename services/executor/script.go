@@ -124,7 +124,7 @@ func (s *ScriptTarget) batcher(sh Shell) *startBatcher {
 	}
 	b := s.batchers[sh.Host()]
 	if b == nil {
-		b = &startBatcher{sh: sh, sessions: s.Sessions, script: s.startScript, grace: s.stale() / 2}
+		b = &startBatcher{sh: sh, sessions: s.Sessions, script: s.startScript, grace: s.stale() / 2, limit: s.stale()}
 		if b.sessions <= 0 {
 			b.sessions = 2
 		}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/gridwire/gridwire/pkg/shellquote"
 )
@@ -96,6 +97,9 @@ func (LocalShell) Run(ctx context.Context, script string) (Output, error) {
 func (LocalShell) Feed(ctx context.Context, script string) (Output, error) {
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-s")
 	cmd.Stdin = strings.NewReader(script)
+	// Once the shell is gone, what it started may still hold its output open (a START
+	// that hangs): that must not hold the caller.
+	cmd.WaitDelay = time.Second
 	return runLocal(ctx, cmd)
 }
 

@@ -115,74 +115,8 @@ const (
 func (s *ScriptTarget) startScript(nonce string, jobs []startJob) string {
 	minutes := strconv.Itoa(int(max(s.stale(), time.Minute) / time.Minute))
 	var b strings.Builder
-	b.WriteString("{\nexec </dev/null\numask 077\n")
-	b.WriteString(`gw_say() { printf 'gw:` + nonce + `:%s:%s\n' "$gw_k" "$1"; }
-gw_cat() { [ ! -f "$1" ] || while IFS= read -r gw_l || [ -n "$gw_l" ]; do printf '%s\n' "$gw_l"; done <"$1"; }
-gw_scan() {
-  gw_o= gw_rc=
-  [ -f "$1" ] || return 1
-  while IFS= read -r gw_l || [ -n "$gw_l" ]; do
-    case $gw_l in
-    "` + statusLine + `"*) gw_rc=${gw_l#"` + statusLine + `"} ;;
-    *) gw_o="$gw_o$gw_l
-" ;;
-    esac
-  done <"$1"
-  [ -n "$gw_rc" ]
-}
-gw_take() {
-  if ! cd "$GW_WORKDIR" 2>/dev/null || [ ! -d ` + events.ControlDir + ` ]; then eval "gw_v$1=nodir"; return; fi
-  set -C
-  if { true >` + startLock + `; } 2>/dev/null; then
-    if ! { printf '%s' "$gw_j" >` + events.ScriptFile + `; } 2>/dev/null; then
-      set +C
-      if ! { printf '%s' "$gw_j" >` + jobScriptNew + ` && mv -f ` + jobScriptNew + ` ` + events.ScriptFile + `; } 2>/dev/null; then
-        mv -f ` + startLock + ` "` + startLockFail + `" 2>/dev/null; eval "gw_v$1=nojob"; return
-      fi
-    fi
-    set +C
-    if [ -n "$gw_par" ]; then
-      { ( set --; eval "$gw_s" ) </dev/null >>` + startLock + ` 2>` + startErr + `; printf '\n` + statusLine + `%s\n' "$?" >>` + startLock + `; } &
-    else
-      ( set --; eval "$gw_s" ) </dev/null >>` + startLock + ` 2>` + startErr + `
-      printf '\n` + statusLine + `%s\n' "$?" >>` + startLock + `
-    fi
-    eval "gw_v$1=ran"
-  else
-    set +C
-    eval "gw_v$1=held"
-  fi
-}
-gw_report() {
-  gw_k=$1
-  eval "gw_v=\$gw_v$1"
-  case $gw_v in
-  nodir) gw_say "err cannot enter the working directory"; return ;;
-  nojob) gw_say "err cannot write the JOB script"; return ;;
-  esac
-  cd "$2" 2>/dev/null || { gw_say "err cannot enter the working directory"; return; }
-  if gw_scan ` + startLock + `; then
-    [ "$gw_v" = ran ] || gw_v=done
-  elif [ "$gw_v" = held ] && [ -s ` + startRC + ` ] && read -r gw_r <` + startRC + `; then
-    gw_scan ` + startOut + `; gw_rc=$gw_r gw_v=done
-    printf '%s` + statusLine + `%s\n' "$gw_o" "$gw_rc" >>` + startLock + ` && rm -f ` + startRC + `
-  elif [ "$gw_v" = ran ]; then
-    gw_say "err START's exit status could not be recorded"; return
-  elif [ ! -e ` + startLock + ` ]; then
-    gw_say "err cannot create the start lock"; return
-  elif [ -n "$(find ` + startLock + ` -mmin +` + minutes + ` 2>/dev/null)" ]; then
-    mv -f ` + startLock + ` "` + startLockStale + `" 2>/dev/null; gw_say stale; return
-  else
-    gw_say busy; return
-  fi
-  gw_say "$gw_v $gw_rc"
-  printf '%s' "$gw_o"
-  gw_say stderr
-  [ ! -s ` + startErr + ` ] || gw_cat ` + startErr + `
-  gw_say end
-  [ "$gw_rc" = 0 ] || mv -f ` + startLock + ` "` + startLockFail + `" 2>/dev/null
-}
-`)
+	b.WriteString("{\nexec </dev/null\numask 077\ngw_nonce=" + nonce + " gw_stale=" + minutes + "\n")
+	b.WriteString(startFuncs)
 	if s.Batch {
 		b.WriteString("gw_par=1\n")
 	} else {
@@ -211,6 +145,81 @@ gw_report() {
 	b.WriteString("exit 0\n}\n")
 	return b.String()
 }
+
+// startFuncs are the start script's shell functions. gw_take takes job $1's start
+// lock, writes its JOB script and runs its START (GW_WORKDIR, gw_j and gw_s hold the
+// job's values) and notes in gw_v$1 what it found: ran, held (the lock was there),
+// nodir, nojob. gw_report $1 DIR reads the lock back and prints the job's verdict,
+// START's output and error output between the script's markers (gw_say), and releases
+// the lock of a failed START. gw_scan reads a lock: START's output into gw_o, its
+// status into gw_rc (false while there is none).
+const startFuncs = `gw_say() { printf 'gw:%s:%s:%s\n' "$gw_nonce" "$gw_k" "$1"; }
+gw_cat() { [ ! -f "$1" ] || while IFS= read -r gw_l || [ -n "$gw_l" ]; do printf '%s\n' "$gw_l"; done <"$1"; }
+gw_scan() {
+  gw_o= gw_rc=
+  [ -f "$1" ] || return 1
+  while IFS= read -r gw_l || [ -n "$gw_l" ]; do
+    case $gw_l in
+    "` + statusLine + `"*) gw_rc=${gw_l#"` + statusLine + `"} ;;
+    *) gw_o="$gw_o$gw_l
+" ;;
+    esac
+  done <"$1"
+  [ -n "$gw_rc" ]
+}
+gw_take() {
+  if ! cd "$GW_WORKDIR" 2>/dev/null || [ ! -d ` + events.ControlDir + ` ]; then eval "gw_v$1=nodir"; return; fi
+  set -C
+  if { true >` + startLock + `; } 2>/dev/null; then
+    if ! { printf '%s' "$gw_j" >` + events.ScriptFile + `; } 2>/dev/null; then
+      set +C
+      if ! { printf '%s' "$gw_j" >` + jobScriptNew + ` && mv -f ` + jobScriptNew + ` ` + events.ScriptFile + `; } 2>/dev/null; then
+        mv -f ` + startLock + ` "` + startLockFail + `" 2>/dev/null; eval "gw_v$1=nojob"; return
+      fi
+    fi
+    set +C
+    if [ -n "$gw_par" ]; then
+      { ( set --; eval "$gw_s" ) </dev/null >>` + startLock + ` 2>` + startErr + `; printf '\n` + statusLine + `%s\n' "$?" >>` + startLock + `; } >/dev/null 2>&1 &
+    else
+      ( set --; eval "$gw_s" ) </dev/null >>` + startLock + ` 2>` + startErr + `
+      printf '\n` + statusLine + `%s\n' "$?" >>` + startLock + `
+    fi
+    eval "gw_v$1=ran"
+  else
+    set +C
+    eval "gw_v$1=held"
+  fi
+}
+gw_report() {
+  gw_k=$1
+  eval "gw_v=\$gw_v$1"
+  case $gw_v in
+  nodir) gw_say "err cannot enter the working directory"; return ;;
+  nojob) gw_say "err cannot write the JOB script"; return ;;
+  esac
+  cd "$2" 2>/dev/null || { gw_say "err cannot enter the working directory"; return; }
+  if gw_scan ` + startLock + `; then
+    [ "$gw_v" = ran ] || gw_v=done
+  elif [ "$gw_v" = held ] && [ -s ` + startRC + ` ] && read -r gw_r <` + startRC + `; then
+    gw_scan ` + startOut + `; gw_rc=$gw_r gw_v=done
+    printf '%s` + statusLine + `%s\n' "$gw_o" "$gw_rc" >>` + startLock + ` && rm -f ` + startRC + `
+  elif [ "$gw_v" = ran ]; then
+    gw_say "err START's exit status could not be recorded"; return
+  elif [ ! -e ` + startLock + ` ]; then
+    gw_say "err cannot create the start lock"; return
+  elif [ -n "$(find ` + startLock + ` -mmin "+$gw_stale" 2>/dev/null)" ]; then
+    mv -f ` + startLock + ` "` + startLockStale + `" 2>/dev/null; gw_say stale; return
+  else
+    gw_say busy; return
+  fi
+  gw_say "$gw_v $gw_rc"
+  printf '%s' "$gw_o"
+  gw_say stderr
+  [ ! -s ` + startErr + ` ] || gw_cat ` + startErr + `
+  gw_say end
+  [ "$gw_rc" = 0 ] || mv -f ` + startLock + ` "` + startLockFail + `" 2>/dev/null
+}
+`
 
 // parseStart splits the start script's output into the verdicts of its n jobs. A job
 // whose verdict is missing (the script died before its turn, or while reporting it) has
