@@ -366,3 +366,19 @@ func TestBatchHungStartIsBounded(t *testing.T) {
 		}
 	})
 }
+
+// Two deliveries of one job in one script start it once: the second finds the first's
+// run under the lock and adopts it.
+func TestBatchSameJobTwiceStartsOnce(t *testing.T) {
+	inBothModes(t, func(t *testing.T, tg *ScriptTarget) {
+		calls := fakeSbatch(t, "")
+		st := batchJobs(t, 1)[0]
+		runs, errs := startTogether(t, tg, []events.State{st, st})
+		if errs[0] != nil || errs[1] != nil || runs[0].NativeID != runs[1].NativeID || runs[0].Adopted == runs[1].Adopted {
+			t.Fatalf("%+v %v; want one run and its adoption", runs, errs)
+		}
+		if lines(t, calls) != 1 {
+			t.Errorf("%d submissions; want 1", lines(t, calls))
+		}
+	})
+}
