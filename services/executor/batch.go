@@ -54,14 +54,15 @@ type batchResult struct {
 // start runs the job's start in the next start script on the batcher's host.
 //
 // A caller whose ctx ends while its job waits in the queue takes the job out: it is
-// never started. One whose ctx ends while the script that carries its job runs returns
-// at once, and the script goes on for the other jobs (it stops only when every caller
-// in it has gone): START may then run for this job with nobody to record it. That is
-// the case of an executor that dies after START ran, which starting already survives:
-// the run is recorded beside the job under the start lock (the script writes the status
-// before it prints anything), the caller's error leaves the delivery unacknowledged,
-// and the next delivery of the job finds the lock's status and adopts the run instead
-// of starting another.
+// never started (a loop that took it meanwhile leaves it out if its ctx has ended by
+// then). One whose ctx ends while the script that carries its job runs returns at once,
+// and the script goes on (for the other jobs, and see run): START may then run for this
+// job with nobody to record it in the job's history. That is the case of an executor
+// that dies after START ran, which starting already survives: the run is recorded
+// beside the job under the start lock (the script writes the status before it prints
+// anything), the caller's error leaves the delivery unacknowledged, and the next
+// delivery of the job finds the lock's status and adopts the run instead of starting
+// another.
 func (b *startBatcher) start(ctx context.Context, job startJob) batchResult {
 	c := &startCall{ctx: ctx, job: job, done: make(chan batchResult, 1)}
 	b.mu.Lock()
