@@ -106,6 +106,11 @@ const (
 // START's standard error is kept for the report only: an attempt that adopts a run
 // reports the error output kept beside it.
 //
+// The script runs under umask 077, START included (the JOB script's prologue sets the
+// same for the job): the JOB script is written 0600, where the SFTP upload made it 0700
+// (chmod would be a process per job); the shipped profiles run it with /bin/sh or hand
+// it to sbatch or qsub, which read it.
+//
 // The whole script is one { } group, which the shell parses to the end before it runs
 // any of it: a script cut short on its way (a dropped connection) runs nothing. Its
 // commands never read its standard input, which is the script itself (exec </dev/null).
