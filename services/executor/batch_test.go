@@ -141,9 +141,13 @@ func TestBatchStartsManyJobsInOneScript(t *testing.T) {
 			t.Errorf("job %d: %+v; want a fresh, queued submission", i, r)
 		}
 		ids[r.NativeID] = true
-		body, _ := os.ReadFile(filepath.Join(sts[i].Incarnation.WorkDir, events.ScriptFile))
+		script := filepath.Join(sts[i].Incarnation.WorkDir, events.ScriptFile)
+		body, _ := os.ReadFile(script)
 		if string(body) != sts[i].Incarnation.Scripts[events.ScriptJob].Body {
 			t.Errorf("job %d: JOB script %q", i, body)
+		}
+		if fi, err := os.Stat(script); err != nil || fi.Mode().Perm()&0o077 != 0 {
+			t.Errorf("job %d: JOB script open to others (%v)", i, err)
 		}
 	}
 	if len(ids) != len(sts) || lines(t, calls) != len(sts) {
