@@ -386,3 +386,28 @@ func TestBatchSameJobTwiceStartsOnce(t *testing.T) {
 		}
 	})
 }
+
+// A start script larger than the system's limit on one argument (128 KiB on Linux)
+// still runs, here and over SSH: it goes in on the shell's standard input.
+func TestBatchScriptBeyondTheArgumentLimit(t *testing.T) {
+	srv := sshtest.NewServer(t)
+	for name, tg := range map[string]*ScriptTarget{
+		"local": {Cluster: "hpc", Shells: []Shell{LocalShell{}}, Batch: true},
+		"ssh":   sshTarget(t, sshCluster(srv, srv.KnownHostsFile)),
+	} {
+		t.Run(name, func(t *testing.T) {
+			fakeSbatch(t, "")
+			st := batchJobs(t, 1)[0]
+			body := "#!/bin/sh\n" + strings.Repeat("# "+strings.Repeat("x", 98)+"\n", 3000) + "true\n"
+			st.Incarnation.Scripts[events.ScriptJob] = events.Script{Body: body}
+			st.Incarnation.Scripts[events.ScriptStart] = events.Script{Body: "echo 31\n"}
+			run, err := tg.Start(context.Background(), st)
+			if err != nil || run.NativeID != "31" {
+				t.Fatalf("start: %+v %v", run, err)
+			}
+			if b, _ := os.ReadFile(filepath.Join(st.Incarnation.WorkDir, events.ScriptFile)); string(b) != body {
+				t.Errorf("JOB script of %d bytes, want %d", len(b), len(body))
+			}
+		})
+	}
+}
