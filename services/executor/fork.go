@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -114,10 +115,7 @@ func (f *ForkTarget) lock(wd string) error {
 	if _, ok := readMarker(wd); ok {
 		return errStartInProgress
 	}
-	stale := f.StaleLock
-	if stale <= 0 {
-		stale = 10 * time.Second
-	}
+	stale := f.stale()
 	fi, err := os.Stat(path)
 	if err != nil || time.Since(fi.ModTime()) < stale {
 		return errStartInProgress
@@ -146,6 +144,36 @@ func (f *ForkTarget) reap(cmd *exec.Cmd, jobID string) {
 	if f.Hints != nil && !f.Hints.IsClosed() {
 		_ = f.Hints.Publish(events.HintSubject("exit", f.Cluster), []byte(jobID))
 	}
+}
+
+// FindRun implements RunFinder: the run whose PID an earlier attempt's child wrote into
+// the native ID marker. An empty marker younger than StaleLock is a start in progress;
+// an older one was abandoned before anything ran.
+func (f *ForkTarget) FindRun(_ context.Context, st events.State) (events.StartedData, bool, error) {
+	if st.Incarnation == nil || st.Incarnation.WorkDir == "" {
+		return events.StartedData{}, false, nil
+	}
+	wd := st.Incarnation.WorkDir
+	if pid, ok := readMarker(wd); ok {
+		return f.started(pid, true), true, nil
+	}
+	fi, err := os.Stat(filepath.Join(wd, events.StartMarker))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return events.StartedData{}, false, nil
+	case err != nil:
+		return events.StartedData{}, false, err
+	case time.Since(fi.ModTime()) < f.stale():
+		return events.StartedData{}, false, errStartInProgress
+	}
+	return events.StartedData{}, false, nil
+}
+
+func (f *ForkTarget) stale() time.Duration {
+	if f.StaleLock > 0 {
+		return f.StaleLock
+	}
+	return 10 * time.Second
 }
 
 // readMarker returns the native ID recorded in the job's working directory.

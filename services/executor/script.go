@@ -1,17 +1,20 @@
 package executor
 
 import (
+	"bytes"
 	"context"
 	"fmt"
-	"github.com/gridwire/gridwire/pkg/recache"
 	"hash/fnv"
 	"log/slog"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/recache"
+	"github.com/gridwire/gridwire/pkg/shellquote"
 )
 
 // ScriptTarget starts jobs through the cluster's profile: the JOB script is written into
@@ -113,6 +116,58 @@ func (s *ScriptTarget) Start(ctx context.Context, st events.State) (events.Start
 		return events.StartedData{Cluster: s.Cluster, Host: sh.Host(), HostKey: r.hostKey, NativeID: id,
 			Running: !s.Batch, Adopted: v.verdict != "ran"}, nil
 	}
+}
+
+// FindRun implements RunFinder with one script on the job's host that reads the start
+// lock as a start does (gw_report) without taking it: a run recorded there is found; a
+// lock without a status younger than StaleLock is a start in progress; an abandoned
+// lock is moved aside and a failed START's lock released, as a start would do.
+func (s *ScriptTarget) FindRun(ctx context.Context, st events.State) (events.StartedData, bool, error) {
+	inc := st.Incarnation
+	if inc == nil || !strings.HasPrefix(inc.WorkDir, "/") {
+		return events.StartedData{}, false, nil
+	}
+	re, err := s.patterns.Compile(inc.NativeIDPattern)
+	if err != nil {
+		return events.StartedData{}, false, fmt.Errorf("job %s: native ID pattern: %w", st.JobID, err)
+	}
+	sh := s.shellAt(st.Host, st.JobID)
+	nonce := newNonce()
+	wd := shellquote.Quote(inc.WorkDir)
+	script := "{\nexec </dev/null\ngw_nonce=" + nonce + " gw_stale=" + strconv.Itoa(int(max(s.stale(), time.Minute)/time.Minute)) + "\n" +
+		startFuncs + "gw_k=0\n" +
+		"if cd " + wd + " 2>/dev/null && { [ -e " + startLock + " ] || [ -s " + startRC + " ]; }; then gw_v0=held; gw_report 0 " + wd + "; else gw_say none; fi\n" +
+		"exit 0\n}\n"
+	out, err := sh.Feed(ctx, script)
+	if err != nil {
+		return events.StartedData{}, false, err
+	}
+	if out.ExitCode != 0 {
+		return events.StartedData{}, false, fmt.Errorf("looking for a run of job %s on %s: %s", st.JobID, sh.Host(), out.describe())
+	}
+	if bytes.Contains(out.Stdout, []byte("gw:"+nonce+":0:none\n")) {
+		return events.StartedData{}, false, nil
+	}
+	verdicts, ok := parseStart(nonce, out.Stdout, 1)
+	v := verdicts[0]
+	switch {
+	case !ok[0]:
+		return events.StartedData{}, false, fmt.Errorf("looking for a run of job %s on %s: no answer in %q", st.JobID, sh.Host(), truncate(out.Stdout, 200))
+	case v.verdict == "busy":
+		return events.StartedData{}, false, errStartInProgress
+	case v.verdict == "stale":
+		return events.StartedData{}, false, nil
+	case v.verdict == "err":
+		return events.StartedData{}, false, fmt.Errorf("job %s on %s, working directory %q: %s", st.JobID, sh.Host(), inc.WorkDir, v.reason)
+	case v.rc != 0:
+		return events.StartedData{}, false, nil // START failed: nothing runs
+	}
+	id, err := nativeID(re, v.out)
+	if err != nil {
+		return events.StartedData{}, false, fmt.Errorf("START of job %s on %s: %w", st.JobID, sh.Host(), err)
+	}
+	return events.StartedData{Cluster: s.Cluster, Host: sh.Host(), HostKey: out.HostKey, NativeID: id,
+		Running: !s.Batch, Adopted: true}, true, nil
 }
 
 // batcher is the group commit of starts on sh's host.

@@ -84,6 +84,14 @@ type Target interface {
 	Start(ctx context.Context, st events.State) (events.StartedData, error)
 }
 
+// RunFinder is a Target that can tell, without starting anything, whether an earlier
+// attempt started a job: an executor that died after START ran and before its started
+// event landed. found is false when nothing ran (or the START that ran failed); an
+// error (errStartInProgress among them) asks for the delivery again.
+type RunFinder interface {
+	FindRun(ctx context.Context, st events.State) (run events.StartedData, found bool, err error)
+}
+
 // Controller runs a job's ABORT, HOLD or RESUME script on the target that runs it. A
 // script that ran and failed is an Output with a non-zero exit, recorded as
 // action_failed; an error means it could not be run and is retried.
@@ -178,6 +186,19 @@ func (x *executor) handle(ctx context.Context, d events.Delivery) error {
 		return nil // no longer wanted
 	}
 	if st.CancelRequested {
+		// A job cancelled before it started must not start. But an earlier attempt may
+		// have started it and died before saying so: that run is recorded (adopted),
+		// and the cancel request then aborts it like any other, instead of the job
+		// ending CANCELLED in the log while it runs on the target.
+		if f, ok := x.target.(RunFinder); ok {
+			run, found, err := f.FindRun(ctx, st)
+			if err != nil {
+				return fmt.Errorf("looking for an earlier start of job %s: %w", st.JobID, err)
+			}
+			if found {
+				return x.recordStarted(ctx, st, run)
+			}
+		}
 		_, err := x.deps.Store.DecideFrom(ctx, st, x.cancelBeforeStart)
 		return err
 	}
@@ -187,8 +208,14 @@ func (x *executor) handle(ctx context.Context, d events.Delivery) error {
 	if err != nil {
 		return fmt.Errorf("starting job %s: %w", st.JobID, err)
 	}
+	return x.recordStarted(ctx, st, run)
+}
+
+// recordStarted appends the started event of a run (started now, or adopted), then
+// carries out any request that came meanwhile.
+func (x *executor) recordStarted(ctx context.Context, st events.State, run events.StartedData) error {
 	run.Executor = x.cfg.ID
-	st, err = x.deps.Store.DecideFrom(ctx, st, func(s events.State) ([]events.Event, error) {
+	st, err := x.deps.Store.DecideFrom(ctx, st, func(s events.State) ([]events.Event, error) {
 		if s.Status != events.StatusQueued || s.NativeID != "" {
 			return nil, nil
 		}
