@@ -121,8 +121,14 @@ func BenchmarkE2ESSHCluster(b *testing.B) {
 			}
 		}
 		sequential := benchJobs / time.Since(start).Seconds()
+		busy0, self0 := machineBusy(b), processCPU()
 		eight := parallel(b, benchJobs, sshTrue)
+		busy1, self1 := machineBusy(b), processCPU()
 		gw := pipelineRate(b, h, benchJobs)
+		busy2, self2 := machineBusy(b), processCPU()
+		perJob := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / benchJobs }
+		b.Logf("CPU per job, whole machine: OpenSSH 8 at once %.1f ms, gridwire %.1f ms; of which this process and its children: %.1f ms, %.1f ms",
+			perJob(busy1-busy0), perJob(busy2-busy1), perJob(self1-self0), perJob(self2-self1))
 		b.ReportMetric(sequential, "openssh-cm-cmds/s")
 		b.ReportMetric(eight, "openssh-cm-8-cmds/s")
 		b.ReportMetric(gw, "gridwire-jobs/s")
