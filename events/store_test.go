@@ -214,17 +214,25 @@ func TestLoadOfManyEventsPagesThrough(t *testing.T) {
 	}
 }
 
+// createCached submits a job through st and reads it back, so that st caches it as
+// submitted.
+func createCached(t *testing.T, st *events.Store, id string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := st.Create(ctx, submitted(t, id)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.State(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestCachedStateSeesOtherWriters(t *testing.T) {
 	b, a := openStore(t)
 	other := events.NewStore(b.Conn, b.JS, "test/other")
 	ctx := context.Background()
 	id := events.NewID()
-	if _, err := a.Create(ctx, submitted(t, id)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.State(ctx, id); err != nil { // a now caches the job
-		t.Fatal(err)
-	}
+	createCached(t, a, id)
 	for _, name := range []events.Name{events.HoldRequested, events.CancelRequested} {
 		if _, err := other.Decide(ctx, id, func(events.State) ([]events.Event, error) {
 			e, err := events.New(id, name, "", t0, events.Note{})
@@ -318,12 +326,7 @@ func TestDecideLatestReadsNothingWhenTheCacheIsCurrent(t *testing.T) {
 	b, a := openStore(t)
 	ctx := context.Background()
 	id := events.NewID()
-	if _, err := a.Create(ctx, submitted(t, id)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.State(ctx, id); err != nil { // a now caches the job
-		t.Fatal(err)
-	}
+	createCached(t, a, id)
 	gets := directGets(t, b)
 	before := gets()
 	st, err := a.DecideLatest(ctx, id, func(s events.State) ([]events.Event, error) {
@@ -386,12 +389,7 @@ func TestDecideLatestOnAStaleCache(t *testing.T) {
 	// The cache is so far behind that the decision on it is "nothing to do": that is
 	// checked against the log, where there is work.
 	id = events.NewID()
-	if _, err := a.Create(ctx, submitted(t, id)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.State(ctx, id); err != nil { // cached as submitted
-		t.Fatal(err)
-	}
+	createCached(t, a, id)
 	if _, err := other.Decide(ctx, id, incarnate); err != nil {
 		t.Fatal(err)
 	}

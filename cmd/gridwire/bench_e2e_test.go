@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -99,15 +98,7 @@ func BenchmarkE2ESSHCluster(b *testing.B) {
 	workRoot := srv.Dir
 	if os.Getenv("GRIDWIRE_BENCH_WORK_ROOT") != "" {
 		workRoot = benchWorkRoot(b)
-		u, err := user.Lookup(srv.User)
-		if err != nil {
-			b.Fatal(err)
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		if err := os.Chown(workRoot, uid, gid); err != nil {
-			b.Fatal(err)
-		}
+		srv.Own(b, workRoot)
 	}
 	cfg := cluster.Config{Clusters: []cluster.Cluster{{Name: "remote", Kind: cluster.KindSSH, Hosts: []string{srv.Addr},
 		User: srv.User, Identity: srv.ClientKeyFile, KnownHosts: srv.KnownHostsFile, Profile: "fork", LRMS: "Fork", WorkRoot: workRoot}}}

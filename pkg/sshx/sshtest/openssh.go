@@ -182,6 +182,10 @@ func openSSHUser(t testing.TB) string {
 	return u.Username
 }
 
+// Own gives path to the login user (when the test runs as root), for a directory the
+// user's jobs must write in that is not under Dir.
+func (s *OpenSSH) Own(t testing.TB, path string) { chownTo(t, path, s.User) }
+
 func chownTo(t testing.TB, path, name string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
