@@ -45,7 +45,7 @@ type ScriptTarget struct {
 	Logger *slog.Logger
 
 	// Sessions is how many start scripts run at once on one host, each starting every
-	// job that was waiting when it began; default 2.
+	// job that was waiting when it began; default 4.
 	Sessions int
 
 	mu       sync.Mutex
@@ -181,7 +181,7 @@ func (s *ScriptTarget) batcher(sh Shell) *startBatcher {
 	if b == nil {
 		b = &startBatcher{sh: sh, sessions: s.Sessions, script: s.startScript, grace: s.stale() / 2, limit: s.stale()}
 		if b.sessions <= 0 {
-			b.sessions = 2
+			b.sessions = 4
 		}
 		s.batchers[sh.Host()] = b
 	}
