@@ -81,9 +81,9 @@ type probeInfo struct {
 	inc                     *events.IncarnatedData
 }
 
-// MaxJobsPerCall is the default bound on the jobs one status call asks about: their native IDs travel
-// in one exported variable (and in the status script's arguments), which the kernel
-// refuses past 128 KiB; a larger poll makes several calls.
+// MaxJobsPerCall is the default bound on the jobs one status call asks about: their
+// native IDs travel in one exported variable (and in the status script's arguments),
+// which the kernel refuses past 128 KiB; a larger poll makes several calls.
 const MaxJobsPerCall = 1000
 
 // Default ceilings on status calls per cluster and minute.
