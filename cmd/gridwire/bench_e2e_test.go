@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/benchrun"
 	"github.com/gridwire/gridwire/pkg/bus"
 	"github.com/gridwire/gridwire/pkg/cluster"
 	"github.com/gridwire/gridwire/pkg/sshx/sshtest"
@@ -62,25 +63,10 @@ func pipelineRate(b *testing.B, h *e2ePipeline, n int) float64 {
 	return rate
 }
 
-// parallel runs fn n times, 8 at a time, and returns runs/s.
+// parallel runs fn n times, 8 at a time (the executor's default workers), and returns runs/s.
 func parallel(b *testing.B, n int, fn func() error) float64 {
 	b.Helper()
-	start := time.Now()
-	sem := make(chan struct{}, 8)
-	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if err := fn(); err != nil {
-				b.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
-	return float64(n) / time.Since(start).Seconds()
+	return benchrun.Concurrently(b, n, 8, fn)
 }
 
 // BenchmarkE2ESSHCluster: /bin/true jobs end to end on an ssh cluster (a real sshd on

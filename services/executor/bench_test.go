@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/benchrun"
 	"github.com/gridwire/gridwire/pkg/cluster"
 	"github.com/gridwire/gridwire/pkg/sshx/sshtest"
 )
@@ -163,22 +164,7 @@ func concurrently(b *testing.B, n int, fn func() error) float64 {
 
 // concurrentlyN runs fn n times, workers at a time, and returns runs/s.
 func concurrentlyN(b *testing.B, n, workers int, fn func() error) float64 {
-	start := time.Now()
-	sem := make(chan struct{}, workers)
-	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if err := fn(); err != nil {
-				b.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
-	return float64(n) / time.Since(start).Seconds()
+	return benchrun.Concurrently(b, n, workers, fn)
 }
 
 // BenchmarkScriptStarts measures what starting costs on a ScriptTarget when START only
