@@ -4,6 +4,34 @@ import "time"
 
 // Payloads, one per event name. An event with no payload type carries Note.
 
+// NewPayload returns a fresh pointer to the payload type events of name n carry (Note
+// for a name with no payload type of its own), ready to decode an event's data into.
+func NewPayload(n Name) any {
+	switch n {
+	case Submitted:
+		return &Job{}
+	case Incarnated:
+		return &IncarnatedData{}
+	case StagingIn:
+		return &StagingData{}
+	case Transfer:
+		return &TransferData{}
+	case Queued:
+		return &QueuedData{}
+	case Started:
+		return &StartedData{}
+	case StatusChanged:
+		return &StatusData{}
+	case Exited:
+		return &ExitedData{}
+	case StagedOut:
+		return &StagedOutData{}
+	case Succeeded, Failed, Cancelled:
+		return &EndData{}
+	}
+	return &Note{}
+}
+
 // IncarnatedData records what will run, where, so an auditor can see it exactly.
 type IncarnatedData struct {
 	Cluster     string            `json:"cluster"`

@@ -155,7 +155,7 @@ func (s *Store) directGet(ctx context.Context, req map[string]any) (Event, bool,
 	default:
 		return Event{}, false, fmt.Errorf("direct get: status %s %s", m.Header.Get("Status"), m.Header.Get("Description"))
 	}
-	e, err := decodeStored(m)
+	e, err := decodeDirect(m)
 	return e, err == nil, err
 }
 
@@ -441,7 +441,7 @@ func (s *Store) directBatch(ctx context.Context, filter string, from uint64, max
 		default:
 			return nil, false, fmt.Errorf("direct get: status %s %s", m.Header.Get("Status"), m.Header.Get("Description"))
 		}
-		e, err := decodeStored(m)
+		e, err := decodeDirect(m)
 		if err != nil {
 			return nil, false, err
 		}
@@ -449,14 +449,16 @@ func (s *Store) directBatch(ctx context.Context, filter string, from uint64, max
 	}
 }
 
-func decodeStored(m *nats.Msg) (Event, error) {
+// decodeDirect decodes a message of a direct get, with the sequence and subject from its
+// headers.
+func decodeDirect(m *nats.Msg) (Event, error) {
 	e, err := Decode(m.Data)
 	if err != nil {
 		return Event{}, fmt.Errorf("stored message %s: %w", m.Header.Get("Nats-Sequence"), err)
 	}
 	e.Subject = m.Header.Get("Nats-Subject")
 	e.Seq, _ = strconv.ParseUint(m.Header.Get("Nats-Sequence"), 10, 64)
-	if _, _, route, err := ParseSubject(e.Subject); err == nil && route != NoRoute {
+	if route := RouteOfSubject(e.Subject); route != NoRoute {
 		e.Route = route
 	}
 	return e, nil

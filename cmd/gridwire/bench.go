@@ -271,7 +271,7 @@ func benchPipeline(ctx context.Context, e *env, dir string, o *benchOpts, r *ben
 	go func() { stopped <- g.Wait() }()
 	defer func() { cancel(); <-stopped }()
 	ends := newEndWatch()
-	sub, err := sys.bus.Conn.Subscribe("jobs.*.*.*", ends.observe)
+	sub, err := sys.bus.Conn.Subscribe(events.SubjectEvent, ends.observe)
 	if err != nil {
 		return err
 	}

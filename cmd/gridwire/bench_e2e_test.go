@@ -39,7 +39,7 @@ const slurmBenchJobs = 1000
 func pipelineRate(b *testing.B, h *e2ePipeline, n int) float64 {
 	b.Helper()
 	ends := newEndWatch()
-	sub, err := h.conn.Subscribe("jobs.*.*.*", ends.observe)
+	sub, err := h.conn.Subscribe(events.SubjectEvent, ends.observe)
 	if err != nil {
 		b.Fatal(err)
 	}

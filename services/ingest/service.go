@@ -15,10 +15,9 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// SubmitSubject is the NATS request subject for submissions; the body is the document,
-// headers carry its name, content type and format.
+// Headers of a submission over NATS (on events.SubjectSubmit): the body is the
+// document, these carry its name, format and submitter.
 const (
-	SubmitSubject   = "gridwire.api.submit"
 	HeaderFile      = "Gridwire-File"
 	HeaderFormat    = "Gridwire-Format"
 	HeaderSubmitter = "Gridwire-Submitter"
@@ -107,9 +106,9 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 		<-ctx.Done()
 		return nil
 	}
-	sub, err := deps.Conn.QueueSubscribe(SubmitSubject, s.cfg.Queue, func(m *nats.Msg) { s.serveNATS(ctx, m) })
+	sub, err := deps.Conn.QueueSubscribe(events.SubjectSubmit, s.cfg.Queue, func(m *nats.Msg) { s.serveNATS(ctx, m) })
 	if err != nil {
-		return fmt.Errorf("ingest: subscribing %s: %w", SubmitSubject, err)
+		return fmt.Errorf("ingest: subscribing %s: %w", events.SubjectSubmit, err)
 	}
 	<-ctx.Done()
 	return sub.Drain()

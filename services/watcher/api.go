@@ -69,7 +69,7 @@ func (a *API) Jobs() *Table {
 }
 
 // Run mirrors the projection bucket into Jobs and answers external events on
-// ExternalSubject until ctx ends.
+// events.SubjectExternal until ctx ends.
 func (a *API) Run(ctx context.Context) error {
 	err := a.mirror(ctx)
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
@@ -87,9 +87,9 @@ func (a *API) mirror(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sub, err := a.JS.Conn().QueueSubscribe(ExternalSubject, "gridwire-api", a.publishNATS)
+	sub, err := a.JS.Conn().QueueSubscribe(events.SubjectExternal, "gridwire-api", a.publishNATS)
 	if err != nil {
-		return fmt.Errorf("subscribing to %s: %w", ExternalSubject, err)
+		return fmt.Errorf("subscribing to %s: %w", events.SubjectExternal, err)
 	}
 	defer sub.Unsubscribe()
 	// A watch that ends (the server restarting, say) is started again: the table keeps

@@ -134,7 +134,7 @@ func BenchmarkFold(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		t := NewTable()
 		for k, body := range bodies {
-			e, err := decodeStored(body)
+			e, err := events.DecodeStored(body, "", 0)
 			if err != nil {
 				b.Fatal(err)
 			}

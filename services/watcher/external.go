@@ -16,12 +16,6 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// ExternalSubject is the NATS subject (request/reply, answered by one gateway process
-// of a queue group) on which other systems publish job events into gridwire, as with
-// POST /v1/events. The request carries the structured CloudEvent as its data and the
-// bearer token in an Authorization header.
-const ExternalSubject = "gridwire.api.events"
-
 // StatusHeader carries the HTTP status of a refused external event in the NATS reply.
 const StatusHeader = "Gridwire-Status"
 
@@ -34,33 +28,6 @@ type Accepted struct {
 	Job    string        `json:"job"`
 	Seq    uint64        `json:"seq"`
 	Status events.Status `json:"status"`
-}
-
-// payloadOf returns a fresh value of the payload type an event name carries.
-func payloadOf(n events.Name) any {
-	switch n {
-	case events.Submitted:
-		return &events.Job{}
-	case events.Incarnated:
-		return &events.IncarnatedData{}
-	case events.StagingIn:
-		return &events.StagingData{}
-	case events.Transfer:
-		return &events.TransferData{}
-	case events.Queued:
-		return &events.QueuedData{}
-	case events.Started:
-		return &events.StartedData{}
-	case events.StatusChanged:
-		return &events.StatusData{}
-	case events.Exited:
-		return &events.ExitedData{}
-	case events.StagedOut:
-		return &events.StagedOutData{}
-	case events.Succeeded, events.Failed, events.Cancelled:
-		return &events.EndData{}
-	}
-	return &events.Note{}
 }
 
 // parseExternal validates an external CloudEvent: the schema (a known gridwire type, a
@@ -84,7 +51,7 @@ func parseExternal(body []byte, g httpapi.Grant, now time.Time) (events.Event, e
 	}
 	dec := json.NewDecoder(bytes.NewReader(e.Data))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(payloadOf(e.Name)); err != nil {
+	if err := dec.Decode(events.NewPayload(e.Name)); err != nil {
 		return e, httpapi.Errorf(http.StatusBadRequest, "invalid_data", "data: not a %s payload: %v", e.Name, err)
 	}
 	if e.Time.IsZero() {
@@ -158,7 +125,7 @@ func (a *API) external(ctx context.Context, body []byte, g httpapi.Grant) (Accep
 	return a.appendExternal(ctx, e)
 }
 
-// publishNATS answers one external event on ExternalSubject with the same JSON as HTTP.
+// publishNATS answers one external event on events.SubjectExternal with the same JSON as HTTP.
 func (a *API) publishNATS(m *nats.Msg) {
 	var g httpapi.Grant
 	ok := true

@@ -136,11 +136,11 @@ func TestExternalEventsOverNATS(t *testing.T) {
 	b, st, a, _ := apiServer(t, nil)
 	a.Auth = testAuth(t)
 	eventually(t, "the API to subscribe", func() bool {
-		_, err := b.Conn.Request(ExternalSubject, []byte("{}"), time.Second)
+		_, err := b.Conn.Request(events.SubjectExternal, []byte("{}"), time.Second)
 		return err == nil
 	})
 	request := func(token string, body []byte) (string, map[string]any) {
-		m := nats.NewMsg(ExternalSubject)
+		m := nats.NewMsg(events.SubjectExternal)
 		m.Data = body
 		m.Header.Set("Authorization", "Bearer "+token)
 		reply, err := b.Conn.RequestMsg(m, 10*time.Second)

@@ -196,7 +196,7 @@ func (p *projector) fold(m jetstream.Msg) {
 		p.log.Warn("stream message without metadata", "err", err)
 		return
 	}
-	e, err := storedEvent(m.Data(), m.Subject(), meta.Sequence.Stream)
+	e, err := events.DecodeStored(m.Data(), m.Subject(), meta.Sequence.Stream)
 	if err == nil {
 		p.metrics.observeAppend(e, meta.Timestamp)
 		var changed bool

@@ -9,7 +9,6 @@ import (
 	"hash/fnv"
 	"runtime"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/gridwire/gridwire/events"
@@ -190,11 +189,9 @@ func seqOf(m jetstream.Msg) uint64 {
 
 // shardOf picks a job's shard from its subject, jobs.<id>.<event>.<route>.
 func shardOf(subject string, n int) int {
-	id := subject
-	if rest, ok := strings.CutPrefix(subject, "jobs."); ok {
-		if i := strings.IndexByte(rest, '.'); i >= 0 {
-			id = rest[:i]
-		}
+	id, ok := events.JobOfSubject(subject)
+	if !ok {
+		id = subject
 	}
 	h := fnv.New32a()
 	h.Write([]byte(id))
@@ -220,7 +217,7 @@ type foldShard struct {
 func (s *foldShard) run(ctx context.Context) error {
 	for msgs := range s.in {
 		for _, m := range msgs {
-			e, err := storedEvent(m.data, m.subject, m.seq)
+			e, err := events.DecodeStored(m.data, m.subject, m.seq)
 			if err != nil {
 				s.refusedN++
 				if s.refused != nil {
@@ -249,20 +246,7 @@ func eventOf(m jetstream.Msg) (events.Event, error) {
 	if err != nil {
 		return events.Event{}, err
 	}
-	return storedEvent(m.Data(), m.Subject(), meta.Sequence.Stream)
-}
-
-// storedEvent decodes a stored body with its sequence, subject and route.
-func storedEvent(body []byte, subject string, seq uint64) (events.Event, error) {
-	e, err := decodeStored(body)
-	if err != nil {
-		return events.Event{Seq: seq, Subject: subject}, err
-	}
-	e.Seq, e.Subject = seq, subject
-	if _, _, route, err := events.ParseSubject(subject); err == nil && route != events.NoRoute {
-		e.Route = route
-	}
-	return e, nil
+	return events.DecodeStored(m.Data(), m.Subject(), meta.Sequence.Stream)
 }
 
 // projectionBucket opens (creating when needed) a projection bucket.
@@ -307,7 +291,7 @@ func writeProjection(ctx context.Context, js jetstream.JetStream, kv jetstream.K
 func writeRows(ctx context.Context, js jetstream.JetStream, bucket string, rows []Row) error {
 	futures := make([]jetstream.PubAckFuture, 0, len(rows))
 	for _, r := range rows {
-		f, err := js.PublishAsync(kvSubject(bucket, JobKey(r.JobID)), encodeRow(r))
+		f, err := js.PublishAsync(events.KVSubject(bucket, JobKey(r.JobID)), encodeRow(r))
 		if err != nil {
 			return fmt.Errorf("writing projection row %s: %w", r.JobID, err)
 		}
@@ -324,10 +308,6 @@ func writeRows(ctx context.Context, js jetstream.JetStream, bucket string, rows 
 	}
 	return nil
 }
-
-// kvSubject is where a KV bucket stores a key (the KV wire format of JetStream), so
-// rows can be written with asynchronous publishes instead of one round trip each.
-func kvSubject(bucket, key string) string { return "$KV." + bucket + "." + key }
 
 // Difference is one job whose row differs between the live projection and a rebuild.
 type Difference struct {

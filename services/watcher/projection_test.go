@@ -197,28 +197,6 @@ func TestSelectFiltersAndPages(t *testing.T) {
 	}
 }
 
-// The projection's decoder gives exactly what events.Decode gives, for every event
-// shape the store writes (with and without chain extensions and principal).
-func TestFastDecodeMatchesEvents(t *testing.T) {
-	for _, body := range sampleBodies(t) {
-		want, err := events.Decode(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := scanEnvelope(body); err != nil {
-			t.Fatalf("the fast path refused a store-written body: %v\n%s", err, body)
-		}
-		got, err := decodeStored(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want.Hash = ""
-		if d := cmp.Diff(want, got); d != "" {
-			t.Fatalf("decoders differ (-events.Decode +fast):\n%s\n%s", d, body)
-		}
-	}
-}
-
 func sampleBodies(t testing.TB) [][]byte {
 	var out [][]byte
 	id := "01JDJ7Q1ZQ3S2K2B9Y4N3Y8W5A"
@@ -238,28 +216,6 @@ func sampleBodies(t testing.TB) [][]byte {
 		out = append(out, body)
 	}
 	return out
-}
-
-// FuzzFastDecode: whatever the fast path accepts, events.Decode accepts the same way.
-func FuzzFastDecode(f *testing.F) {
-	for _, b := range sampleBodies(f) {
-		f.Add(b)
-	}
-	f.Add([]byte(`{"specversion":"1.0","id":"x","source":"s","type":"dev.gridwire.job.held.v1","subject":"J","datacontenttype":"application/json","time":"2026-01-01T00:00:00Z","data":{"a":"\"}"}}`))
-	f.Fuzz(func(t *testing.T, body []byte) {
-		got, err := scanEnvelope(body)
-		if err != nil {
-			return
-		}
-		want, err := events.Decode(body)
-		if err != nil {
-			t.Fatalf("fast path accepted what events.Decode refuses (%v):\n%s", err, body)
-		}
-		want.Hash = ""
-		if d := cmp.Diff(want, got); d != "" {
-			t.Fatalf("decoders differ:\n%s\n%s", d, body)
-		}
-	})
 }
 
 // Compare finds a row that differs and a row missing on either side.

@@ -2,7 +2,7 @@
 // terminal state once stage-out is recorded, and serves the read side of the log: the
 // job table projection in KV (kept live, rebuilt by Rebuild), the HTTP API of jobs,
 // histories and the live event stream (SSE), other systems' events (POST /v1/events and
-// ExternalSubject), the audit of hash chains, the web page and the metrics. It observes;
+// events.SubjectExternal), the audit of hash chains, the web page and the metrics. It observes;
 // it never starts, stops or stages anything. A failed observation is recorded as
 // status_unknown, never as an invented end.
 package watcher

@@ -127,7 +127,7 @@ func writeSSE(w io.Writer, m jetstream.Msg) error {
 	if err != nil {
 		return err
 	}
-	e, err := storedEvent(m.Data(), m.Subject(), meta.Sequence.Stream)
+	e, err := events.DecodeStored(m.Data(), m.Subject(), meta.Sequence.Stream)
 	if err != nil {
 		return nil // not an event gridwire can show; the audit reports it
 	}

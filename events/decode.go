@@ -1,4 +1,4 @@
-package watcher
+package events
 
 import (
 	"bytes"
@@ -8,28 +8,51 @@ import (
 	"net/url"
 	"time"
 	"unicode/utf8"
-
-	"github.com/gridwire/gridwire/events"
 )
 
-// errSlowPath says a body is not in the exact shape gridwire's store writes; the caller
-// decodes it with events.Decode instead, which accepts every valid CloudEvent.
-var errSlowPath = errors.New("watcher: body needs the full decoder")
+// errSlowPath says a body is not in the exact shape Store writes; Decode reads it with the
+// CloudEvents SDK instead, which accepts every valid CloudEvent.
+var errSlowPath = errors.New("events: body needs the full decoder")
 
-// decodeStored decodes a stored event body for the projection fold. Replays read
-// every event of the stream, and the CloudEvents SDK's decoder costs several times the
-// fold itself, so bodies in the shape events.Store writes (flat string attributes, JSON
-// data) are read by a small scanner; anything else goes through events.Decode. Both
-// paths give the same Event (proven by TestFastDecodeMatchesEvents and its fuzz target),
-// except Hash, which the projection does not keep and so is not computed here.
-func decodeStored(body []byte) (events.Event, error) {
-	e, err := scanEnvelope(body)
-	if err == nil {
+// Decode parses a stored structured-mode CloudEvent and sets its Hash. It does not set
+// Seq or Subject (DecodeStored does).
+//
+// Bodies in the shape Store writes (flat string attributes, JSON data) are read by a
+// small scanner: a replay reads every event of the stream, and the SDK's decoder costs
+// several times the fold itself. Anything else goes through the SDK, which judges every
+// other spelling. Both paths give the same Event (TestFastDecodeMatchesSDK and
+// FuzzFastDecode hold them to it).
+func Decode(body []byte) (Event, error) {
+	e, err := decodeBody(body)
+	if err != nil {
+		return Event{}, err
+	}
+	e.Hash = HashOf(body)
+	return e, nil
+}
+
+// DecodeStored decodes a message read from the stream, with its sequence, subject and
+// route. It leaves Hash empty: a fold does not need it, and hashing costs as much as
+// decoding; HashOf(body) gives it to the reader that shows it. On error the Event
+// still carries seq and subject, so the caller can say which message it left out.
+func DecodeStored(body []byte, subject string, seq uint64) (Event, error) {
+	e, err := decodeBody(body)
+	if err != nil {
+		return Event{Seq: seq, Subject: subject}, err
+	}
+	e.Seq, e.Subject = seq, subject
+	if route := RouteOfSubject(subject); route != NoRoute {
+		e.Route = route
+	}
+	return e, nil
+}
+
+// decodeBody is the one decoder: the fast path, else the SDK. Hash is left empty.
+func decodeBody(body []byte) (Event, error) {
+	if e, err := scanEnvelope(body); err == nil {
 		return e, nil
 	}
-	e, err = events.Decode(body)
-	e.Hash = ""
-	return e, err
+	return decodeSDK(body)
 }
 
 // envelope holds the attributes the decoder checks but does not keep, as raw bytes.
@@ -40,8 +63,8 @@ type envelope struct {
 
 // scanEnvelope reads a structured-mode CloudEvent whose attributes are all strings and
 // whose data is JSON or base64.
-func scanEnvelope(b []byte) (events.Event, error) {
-	var e events.Event
+func scanEnvelope(b []byte) (Event, error) {
+	var e Event
 	var env envelope
 	var haveData bool
 	i := skipSpace(b, 0)
@@ -108,7 +131,7 @@ func scanEnvelope(b []byte) (events.Event, error) {
 	return finishEnvelope(e, env)
 }
 
-func setAttr(e *events.Event, env *envelope, key, val []byte) bool {
+func setAttr(e *Event, env *envelope, key, val []byte) bool {
 	switch string(key) {
 	case "specversion":
 		env.spec = val
@@ -124,11 +147,11 @@ func setAttr(e *events.Event, env *envelope, key, val []byte) bool {
 		env.ctype = val
 	case "time":
 		env.tm = val
-	case events.ExtPrevHash:
+	case ExtPrevHash:
 		e.PrevHash = string(val)
-	case events.ExtPrincipal:
+	case ExtPrincipal:
 		e.Principal = string(val)
-	case events.ExtPrevSeq:
+	case ExtPrevSeq:
 		env.prevseq, env.hasPrevseq = val, true
 	default:
 		return false
@@ -136,7 +159,7 @@ func setAttr(e *events.Event, env *envelope, key, val []byte) bool {
 	return true
 }
 
-func finishEnvelope(e events.Event, env envelope) (events.Event, error) {
+func finishEnvelope(e Event, env envelope) (Event, error) {
 	if string(env.spec) != "1.0" || string(env.ctype) != "application/json" || e.ID == "" || e.Source == "" ||
 		e.JobID == "" || len(env.tm) == 0 || !plainSource(e.Source) {
 		return e, errSlowPath
@@ -174,15 +197,15 @@ func plainSource(s string) bool {
 }
 
 // nameOfType is the known event name of a CloudEvents type, "" for any other.
-func nameOfType(typ []byte) events.Name {
-	mid, ok := bytes.CutPrefix(typ, []byte(events.TypePrefix))
+func nameOfType(typ []byte) Name {
+	mid, ok := bytes.CutPrefix(typ, []byte(TypePrefix))
 	if !ok {
 		return ""
 	}
-	if mid, ok = bytes.CutSuffix(mid, []byte(events.TypeSuffix)); !ok {
+	if mid, ok = bytes.CutSuffix(mid, []byte(TypeSuffix)); !ok {
 		return ""
 	}
-	if n := events.Name(mid); n.Known() {
+	if n := Name(mid); n.Known() {
 		return n
 	}
 	return ""
