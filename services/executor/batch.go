@@ -165,7 +165,7 @@ func (b *startBatcher) run(calls []*startCall) {
 	for i, c := range live {
 		r := batchResult{verdict: verdicts[i], hostKey: out.HostKey}
 		if !ok[i] {
-			r.err = fmt.Errorf("the start script ended before reporting job %s: %s", c.job.id, out.describe())
+			r.err = fmt.Errorf("the start script ended before reporting job %s: %s", c.job.id, out.Describe())
 		}
 		c.done <- r
 	}

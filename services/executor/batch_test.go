@@ -14,6 +14,7 @@ import (
 
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/pkg/sshx/sshtest"
+	"github.com/gridwire/gridwire/pkg/target"
 )
 
 // countingShell counts the start scripts fed to a shell.
@@ -22,7 +23,7 @@ type countingShell struct {
 	feeds atomic.Int64
 }
 
-func (c *countingShell) Feed(ctx context.Context, script string) (Output, error) {
+func (c *countingShell) Feed(ctx context.Context, script string) (target.Output, error) {
 	c.feeds.Add(1)
 	return c.Shell.Feed(ctx, script)
 }
@@ -30,7 +31,7 @@ func (c *countingShell) Feed(ctx context.Context, script string) (Output, error)
 // batchTarget is a batch target on this host that runs one start script at a time, so
 // that tests decide what goes together.
 func batchTarget() (*ScriptTarget, *countingShell) {
-	sh := &countingShell{Shell: LocalShell{}}
+	sh := &countingShell{Shell: target.Local{}}
 	return &ScriptTarget{Cluster: "hpc", Shells: []Shell{sh}, Batch: true, Sessions: 1, Poll: 10 * time.Millisecond}, sh
 }
 
@@ -392,7 +393,7 @@ func TestBatchSameJobTwiceStartsOnce(t *testing.T) {
 func TestBatchScriptBeyondTheArgumentLimit(t *testing.T) {
 	srv := sshtest.NewServer(t)
 	for name, tg := range map[string]*ScriptTarget{
-		"local": {Cluster: "hpc", Shells: []Shell{LocalShell{}}, Batch: true},
+		"local": {Cluster: "hpc", Shells: []Shell{target.Local{}}, Batch: true},
 		"ssh":   sshTarget(t, sshCluster(srv, srv.KnownHostsFile)),
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/pkg/cluster"
 	"github.com/gridwire/gridwire/pkg/sshx/sshtest"
+	"github.com/gridwire/gridwire/pkg/target"
 )
 
 // BenchmarkE2ESSHStarts compares, in one run against a real sshd on loopback, starting
@@ -85,7 +86,7 @@ func BenchmarkE2ESlurmSubmit(b *testing.B) {
 		b.Fatal("SLURM_CONF is not set: start Slurm with scripts/start-slurm.sh")
 	}
 	root := b.TempDir()
-	tg := &ScriptTarget{Cluster: "hpc", Shells: []Shell{LocalShell{}}, Batch: true}
+	tg := &ScriptTarget{Cluster: "hpc", Shells: []Shell{target.Local{}}, Batch: true}
 	const n = 300
 	gwSubmits := func(workers int) float64 {
 		return concurrentlyN(b, n, workers, func() error {

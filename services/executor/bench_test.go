@@ -16,6 +16,7 @@ import (
 	"github.com/gridwire/gridwire/pkg/benchrun"
 	"github.com/gridwire/gridwire/pkg/cluster"
 	"github.com/gridwire/gridwire/pkg/sshx/sshtest"
+	"github.com/gridwire/gridwire/pkg/target"
 )
 
 // BenchmarkExecutorsScale measures how start throughput grows with executor processes
@@ -59,7 +60,7 @@ func scaleRun(b *testing.B, executors, jobs int) time.Duration {
 		go func() {
 			defer wg.Done()
 			defer nc.Close()
-			tg := &ScriptTarget{Cluster: "slow", Shells: []Shell{LocalShell{}}}
+			tg := &ScriptTarget{Cluster: "slow", Shells: []Shell{target.Local{}}}
 			Run(ctx, Config{Cluster: cl, ID: fmt.Sprint(x), Workers: 4}, Deps{JS: e.bus.JS, Store: store, Target: tg,
 				Logger: slog.New(slog.DiscardHandler)})
 		}()
@@ -192,7 +193,7 @@ func BenchmarkScriptStarts(b *testing.B) {
 
 func scriptStartsTarget(b *testing.B, shell string) Target {
 	if shell == "local" {
-		return &ScriptTarget{Cluster: "hpc", Shells: []Shell{LocalShell{}}, Batch: true}
+		return &ScriptTarget{Cluster: "hpc", Shells: []Shell{target.Local{}}, Batch: true}
 	}
 	srv := sshtest.NewServer(b)
 	user := os.Getenv("USER")

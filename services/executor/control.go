@@ -8,6 +8,7 @@ import (
 
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/pkg/cluster"
+	"github.com/gridwire/gridwire/pkg/target"
 	"github.com/nats-io/nats.go"
 )
 
@@ -23,22 +24,22 @@ func NewTarget(cl cluster.Cluster, hints *nats.Conn, log *slog.Logger) (Target, 
 	}
 	t := &ScriptTarget{Cluster: cl.Name, Batch: batch, Logger: log}
 	if cl.Kind == cluster.KindFork {
-		t.Shells = []Shell{LocalShell{}}
+		t.Shells = []Shell{target.Local{}}
 		return t, func() {}, nil
 	}
-	pool, err := NewSSHPool(cl, log)
+	pool, err := target.NewPool(cl, log)
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, h := range cl.Hosts {
-		t.Shells = append(t.Shells, SSHShell{Pool: pool, Addr: h})
+		t.Shells = append(t.Shells, target.SSH{Pool: pool, Addr: h})
 	}
 	return t, func() { _ = pool.Close() }, nil
 }
 
 // Control implements Controller: the profile's script, run on this host.
-func (f *ForkTarget) Control(ctx context.Context, st events.State, script string) (Output, error) {
-	return runControl(ctx, LocalShell{}, st, script)
+func (f *ForkTarget) Control(ctx context.Context, st events.State, script string) (target.Output, error) {
+	return runControl(ctx, target.Local{}, st, script)
 }
 
 // action is what a job's requests ask of the target now.
@@ -90,8 +91,8 @@ func (x *executor) act(ctx context.Context, st events.State) error {
 		if b, ok := pending(s); !ok || b != a {
 			return nil, nil // the job ended or the wish changed while the script ran
 		}
-		if !out.ok() {
-			return x.actionFailed(s.JobID, a.script, out.describe(), string(out.Stdout))
+		if !out.OK() {
+			return x.actionFailed(s.JobID, a.script, out.Describe(), string(out.Stdout))
 		}
 		var payload any = events.Note{Action: a.script, Output: strings.TrimSpace(string(out.Stdout))}
 		if a.done == events.Cancelled {
@@ -101,7 +102,7 @@ func (x *executor) act(ctx context.Context, st events.State) error {
 		return []events.Event{e}, err
 	})
 	if err == nil {
-		x.log.Info("request carried out", "job", st.JobID, "action", a.script, "ok", out.ok())
+		x.log.Info("request carried out", "job", st.JobID, "action", a.script, "ok", out.OK())
 	}
 	return err
 }

@@ -10,11 +10,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/target"
 	"github.com/nats-io/nats.go"
 )
 
@@ -178,12 +178,7 @@ func (f *ForkTarget) stale() time.Duration {
 
 // readMarker returns the native ID recorded in the job's working directory.
 func readMarker(wd string) (string, bool) {
-	b, err := os.ReadFile(filepath.Join(wd, events.StartMarker))
-	if err != nil || len(b) == 0 || b[len(b)-1] != '\n' {
-		return "", false
-	}
-	id := strings.TrimSpace(string(b))
-	return id, id != ""
+	return target.ReadLine(filepath.Join(wd, events.StartMarker))
 }
 
 func writeFileAtomic(path string, data []byte, mode os.FileMode) error {

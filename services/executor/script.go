@@ -3,6 +3,7 @@ package executor
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
@@ -15,14 +16,15 @@ import (
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/pkg/recache"
 	"github.com/gridwire/gridwire/pkg/shellquote"
+	"github.com/gridwire/gridwire/pkg/target"
 )
 
 // ScriptTarget starts jobs through the cluster's profile: the JOB script is written into
 // the job's working directory on the target, the profile's static scripts into BIN
 // storage, and START runs there; its output, parsed with the profile's native ID
-// pattern, is the job's native ID. It serves remote hosts (SSHShell: a fork-like
+// pattern, is the job's native ID. It serves remote hosts (target.SSH: a fork-like
 // profile's START detaches the job on the host, a batch profile's submits it) and batch
-// systems reached from this host (LocalShell). Starts on one host that come while
+// systems reached from this host (target.Local). Starts on one host that come while
 // another is under way go together (startBatcher): one shell on the host writes every
 // JOB script of the batch and runs every START (startScript), since a process and a
 // session are what a start costs most.
@@ -107,7 +109,7 @@ func (s *ScriptTarget) Start(ctx context.Context, st events.State) (events.Start
 		}
 		if v.rc != 0 {
 			return events.StartedData{}, fmt.Errorf("START of job %s on %s failed: %s", st.JobID, sh.Host(),
-				Output{Stdout: v.out, Stderr: v.errOut, ExitCode: v.rc}.describe())
+				target.Output{Stdout: v.out, Stderr: v.errOut, ExitCode: v.rc}.Describe())
 		}
 		id, err := nativeID(re, v.out)
 		if err != nil {
@@ -143,7 +145,7 @@ func (s *ScriptTarget) FindRun(ctx context.Context, st events.State) (events.Sta
 		return events.StartedData{}, false, err
 	}
 	if out.ExitCode != 0 {
-		return events.StartedData{}, false, fmt.Errorf("looking for a run of job %s on %s: %s", st.JobID, sh.Host(), out.describe())
+		return events.StartedData{}, false, fmt.Errorf("looking for a run of job %s on %s: %s", st.JobID, sh.Host(), out.Describe())
 	}
 	if bytes.Contains(out.Stdout, []byte("gw:"+nonce+":0:none\n")) {
 		return events.StartedData{}, false, nil
@@ -190,21 +192,21 @@ func (s *ScriptTarget) batcher(sh Shell) *startBatcher {
 
 // Control implements Controller: the profile's script for the action, with the job's
 // native ID, on the host that started it.
-func (s *ScriptTarget) Control(ctx context.Context, st events.State, script string) (Output, error) {
+func (s *ScriptTarget) Control(ctx context.Context, st events.State, script string) (target.Output, error) {
 	return runControl(ctx, s.shellAt(st.Host, st.JobID), st, script)
 }
 
 // runControl runs one of the job's control scripts (ABORT, HOLD, RESUME) on sh.
-func runControl(ctx context.Context, sh Shell, st events.State, script string) (Output, error) {
+func runControl(ctx context.Context, sh Shell, st events.State, script string) (target.Output, error) {
 	if st.Incarnation == nil {
-		return Output{}, fmt.Errorf("job %s has no incarnation", st.JobID)
+		return target.Output{}, fmt.Errorf("job %s has no incarnation", st.JobID)
 	}
 	body, ok := st.Incarnation.Scripts[script]
 	if !ok || body.Body == "" {
-		return Output{ExitCode: -1, Stderr: []byte("the profile has no " + script + " script")}, nil
+		return target.Output{ExitCode: -1, Stderr: []byte("the profile has no " + script + " script")}, nil
 	}
 	vars := map[string]string{events.VarJobID: st.JobID, events.VarWorkDir: st.Incarnation.WorkDir, events.VarNativeID: st.NativeID}
-	return sh.Run(ctx, withVars(vars, body.Body))
+	return sh.Run(ctx, target.WithVars(vars, body.Body))
 }
 
 // shellFor picks the job's host: the same one for every attempt, spread over the hosts.
@@ -245,36 +247,41 @@ func truncate(b []byte, n int) string {
 	return string(b)
 }
 
-// installStatics writes the profile's static scripts that the host lacks. A static
-// script's location carries its content hash, so one that exists is the right one.
+// installStatics installs the profile's static scripts that the host may lack, with one
+// script on the host (target.InstallScript); a static script's location carries its
+// content hash, so one that exists is the right one. Locations installed on a host are
+// remembered, so a host is asked once per location while this process lives.
 func (s *ScriptTarget) installStatics(ctx context.Context, sh Shell, statics map[string]events.Script) error {
+	var missing []target.Static
+	s.mu.Lock()
 	for name, sc := range statics {
-		if sc.Location == "" || !strings.HasPrefix(sc.Location, "/") {
-			return fmt.Errorf("static script %s has no absolute location", name)
+		if !s.statics[sh.Host()+"\x00"+sc.Location] {
+			missing = append(missing, target.Static{Name: name, Location: sc.Location, Body: sc.Body})
 		}
-		key := sh.Host() + "\x00" + sc.Location
-		s.mu.Lock()
-		known := s.statics[key]
-		s.mu.Unlock()
-		if known {
-			continue
-		}
-		ok, err := sh.Exists(ctx, sc.Location)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			if err := sh.WriteFile(ctx, sc.Location, []byte(sc.Body), 0o700); err != nil {
-				return err
-			}
-		}
-		s.mu.Lock()
-		if s.statics == nil {
-			s.statics = map[string]bool{}
-		}
-		s.statics[key] = true
-		s.mu.Unlock()
 	}
+	s.mu.Unlock()
+	if len(missing) == 0 {
+		return nil
+	}
+	script, err := target.InstallScript(missing)
+	if err != nil {
+		return err
+	}
+	out, err := sh.Feed(ctx, "{\nexec </dev/null\n"+script+"}\n")
+	if err != nil {
+		return err
+	}
+	if !out.OK() {
+		return errors.New(out.Describe())
+	}
+	s.mu.Lock()
+	if s.statics == nil {
+		s.statics = map[string]bool{}
+	}
+	for _, sc := range missing {
+		s.statics[sh.Host()+"\x00"+sc.Location] = true
+	}
+	s.mu.Unlock()
 	return nil
 }
 

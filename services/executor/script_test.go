@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/target"
 )
 
 // fakeSbatch puts an sbatch on PATH that counts its calls in calls, waits for the file
@@ -56,7 +57,7 @@ func lines(t *testing.T, path string) int {
 // not running, when it starts.
 func TestBatchTargetParsesTheNativeID(t *testing.T) {
 	calls := fakeSbatch(t, "")
-	tg := &ScriptTarget{Cluster: "hpc", Shells: []Shell{LocalShell{}}, Batch: true}
+	tg := &ScriptTarget{Cluster: "hpc", Shells: []Shell{target.Local{}}, Batch: true}
 	wd := filepath.Join(t.TempDir(), events.NewID())
 	run, err := tg.Start(context.Background(), events.State{JobID: filepath.Base(wd), Incarnation: ptr(batchIncarnation(wd))})
 	if err != nil {
@@ -79,12 +80,12 @@ func TestBatchTargetAdoptsAfterACrash(t *testing.T) {
 	calls := fakeSbatch(t, "")
 	wd := filepath.Join(t.TempDir(), events.NewID())
 	st := events.State{JobID: filepath.Base(wd), Incarnation: ptr(batchIncarnation(wd))}
-	first := &ScriptTarget{Cluster: "hpc", Shells: []Shell{LocalShell{}}, Batch: true}
+	first := &ScriptTarget{Cluster: "hpc", Shells: []Shell{target.Local{}}, Batch: true}
 	if _, err := first.Start(context.Background(), st); err != nil {
 		t.Fatal(err)
 	}
 	// The first executor is gone; another process takes the job over.
-	second := &ScriptTarget{Cluster: "hpc", Shells: []Shell{LocalShell{}}, Batch: true}
+	second := &ScriptTarget{Cluster: "hpc", Shells: []Shell{target.Local{}}, Batch: true}
 	run, err := second.Start(context.Background(), st)
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +112,7 @@ func TestBatchTargetConcurrentStartsSubmitOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tg := &ScriptTarget{Cluster: "hpc", Shells: []Shell{LocalShell{}}, Batch: true, Poll: 10 * time.Millisecond}
+			tg := &ScriptTarget{Cluster: "hpc", Shells: []Shell{target.Local{}}, Batch: true, Poll: 10 * time.Millisecond}
 			runs[i], errs[i] = tg.Start(context.Background(), st)
 		}()
 	}
@@ -152,7 +153,7 @@ func TestBatchTargetFailedStartIsRetried(t *testing.T) {
 	os.WriteFile(refuse, nil, 0o644)
 	wd := filepath.Join(t.TempDir(), events.NewID())
 	st := events.State{JobID: filepath.Base(wd), Incarnation: ptr(batchIncarnation(wd))}
-	tg := &ScriptTarget{Cluster: "hpc", Shells: []Shell{LocalShell{}}, Batch: true}
+	tg := &ScriptTarget{Cluster: "hpc", Shells: []Shell{target.Local{}}, Batch: true}
 	_, err := tg.Start(context.Background(), st)
 	if err == nil || !strings.Contains(err.Error(), "invalid partition") {
 		t.Fatalf("start: %v; want sbatch's error", err)
@@ -169,7 +170,7 @@ func TestBatchTargetRefusesUnparsableOutput(t *testing.T) {
 	wd := filepath.Join(t.TempDir(), events.NewID())
 	inc := batchIncarnation(wd)
 	inc.Scripts[events.ScriptStart] = events.Script{Body: "echo 'Submitted batch job'"}
-	tg := &ScriptTarget{Cluster: "hpc", Shells: []Shell{LocalShell{}}, Batch: true}
+	tg := &ScriptTarget{Cluster: "hpc", Shells: []Shell{target.Local{}}, Batch: true}
 	_, err := tg.Start(context.Background(), events.State{JobID: filepath.Base(wd), Incarnation: &inc})
 	if err == nil || !strings.Contains(err.Error(), "Submitted batch job") {
 		t.Fatalf("start: %v; want the unparsable output named", err)
@@ -179,7 +180,7 @@ func TestBatchTargetRefusesUnparsableOutput(t *testing.T) {
 // Runtime values reach scripts quoted: a working directory full of shell syntax is one word.
 func TestScriptVariablesAreQuoted(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), `a b'$(touch pwned)"`)
-	out, err := LocalShell{}.Run(context.Background(), withVars(map[string]string{events.VarWorkDir: dir}, `printf '%s' "$GW_WORKDIR"`))
+	out, err := target.Local{}.Run(context.Background(), target.WithVars(map[string]string{events.VarWorkDir: dir}, `printf '%s' "$GW_WORKDIR"`))
 	if err != nil || string(out.Stdout) != dir {
 		t.Fatalf("got %q %v, want %q", out.Stdout, err, dir)
 	}
@@ -209,22 +210,22 @@ func TestBatchTargetPBSNativeIDAndControl(t *testing.T) {
 			events.ScriptStart: {Body: "cd \"$GW_WORKDIR\" || exit 1\nexec qsub \"$GW_WORKDIR\"/.gridwire/job.sh\n"},
 			events.ScriptHold:  {Body: "qhold \"$GW_NATIVE_ID\""},
 		}}
-	tg := &ScriptTarget{Cluster: "pbs", Shells: []Shell{LocalShell{}}, Batch: true}
+	tg := &ScriptTarget{Cluster: "pbs", Shells: []Shell{target.Local{}}, Batch: true}
 	st := events.State{JobID: filepath.Base(wd), Incarnation: &inc}
 	run, err := tg.Start(context.Background(), st)
 	if err != nil || run.NativeID != "4242.pbs-server" {
 		t.Fatalf("start: %+v %v; want native ID 4242.pbs-server", run, err)
 	}
 	st.NativeID, st.Host = run.NativeID, run.Host
-	if out, err := tg.Control(context.Background(), st, events.ScriptHold); err != nil || !out.ok() {
-		t.Fatalf("HOLD: %v %s", err, out.describe())
+	if out, err := tg.Control(context.Background(), st, events.ScriptHold); err != nil || !out.OK() {
+		t.Fatalf("HOLD: %v %s", err, out.Describe())
 	}
 	if b, _ := os.ReadFile(rec); string(b) != "qhold 4242.pbs-server\n" {
 		t.Errorf("HOLD ran %q", b)
 	}
 	// A profile without the script: recorded as a failed action, not retried forever.
-	if out, err := tg.Control(context.Background(), st, events.ScriptResume); err != nil || out.ok() || !strings.Contains(out.describe(), "no RESUME script") {
-		t.Errorf("RESUME without a script: %v %s", err, out.describe())
+	if out, err := tg.Control(context.Background(), st, events.ScriptResume); err != nil || out.OK() || !strings.Contains(out.Describe(), "no RESUME script") {
+		t.Errorf("RESUME without a script: %v %s", err, out.Describe())
 	}
 }
 
@@ -240,7 +241,7 @@ func TestBatchTargetTakesOverAStaleLock(t *testing.T) {
 	}
 	os.WriteFile(lock, nil, 0o600)
 	st := events.State{JobID: filepath.Base(wd), Incarnation: ptr(batchIncarnation(wd))}
-	tg := &ScriptTarget{Cluster: "hpc", Shells: []Shell{LocalShell{}}, Batch: true, StaleLock: time.Minute, Poll: 10 * time.Millisecond}
+	tg := &ScriptTarget{Cluster: "hpc", Shells: []Shell{target.Local{}}, Batch: true, StaleLock: time.Minute, Poll: 10 * time.Millisecond}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()

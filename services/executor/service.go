@@ -22,6 +22,7 @@ import (
 
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/pkg/cluster"
+	"github.com/gridwire/gridwire/pkg/target"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
@@ -96,7 +97,7 @@ type RunFinder interface {
 // script that ran and failed is an Output with a non-zero exit, recorded as
 // action_failed; an error means it could not be run and is retried.
 type Controller interface {
-	Control(ctx context.Context, st events.State, script string) (Output, error)
+	Control(ctx context.Context, st events.State, script string) (target.Output, error)
 }
 
 // Run serves the cluster's queue and its control requests until ctx ends.
@@ -120,20 +121,20 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 		cfg.AckWait = 30 * time.Second
 	}
 	log := deps.Logger.With("cluster", cfg.Cluster.Name)
-	target := deps.Target
-	if target == nil {
+	tg := deps.Target
+	if tg == nil {
 		t, closeTarget, err := NewTarget(cfg.Cluster, deps.Conn, log)
 		if err != nil {
 			return err
 		}
 		defer closeTarget()
-		target = t
+		tg = t
 	}
-	ctl, ok := target.(Controller)
+	ctl, ok := tg.(Controller)
 	if !ok {
 		return fmt.Errorf("executor: cluster %s: its target cannot abort, hold or resume jobs", cfg.Cluster.Name)
 	}
-	x := &executor{cfg: cfg, deps: deps, log: log, target: target, ctl: ctl}
+	x := &executor{cfg: cfg, deps: deps, log: log, target: tg, ctl: ctl}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		return events.Consume(gctx, deps.JS, events.ConsumerSpec{

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/target"
 )
 
 func newForkJob(t *testing.T, program string) events.IncarnatedData {
@@ -151,8 +152,8 @@ func (f *failingTarget) Start(context.Context, events.State) (events.StartedData
 	return events.StartedData{}, errors.New("the target is down")
 }
 
-func (f *failingTarget) Control(context.Context, events.State, string) (Output, error) {
-	return Output{}, errors.New("the target is down")
+func (f *failingTarget) Control(context.Context, events.State, string) (target.Output, error) {
+	return target.Output{}, errors.New("the target is down")
 }
 
 // Deliveries are bounded: a job that cannot be started fails with the reason.

@@ -144,8 +144,8 @@ func TestSSHTargetControlsTheRun(t *testing.T) {
 		{events.ScriptHold, "T"}, {events.ScriptResume, "S"}, {events.ScriptAbort, ""},
 	} {
 		out, err := tg.Control(context.Background(), st, step.script)
-		if err != nil || !out.ok() {
-			t.Fatalf("%s: %v %s", step.script, err, out.describe())
+		if err != nil || !out.OK() {
+			t.Fatalf("%s: %v %s", step.script, err, out.Describe())
 		}
 		waitProc(t, run.NativeID, step.want)
 	}

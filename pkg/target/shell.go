@@ -1,0 +1,109 @@
+package target
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gridwire/gridwire/pkg/shellquote"
+)
+
+// Output is what a script printed and how it ended.
+type Output struct {
+	Stdout, Stderr []byte
+	ExitCode       int
+	// HostKey is the SHA256 fingerprint of the host key verified for the connection the
+	// script ran over; "" on this host.
+	HostKey string
+}
+
+// OK reports a zero exit.
+func (o Output) OK() bool { return o.ExitCode == 0 }
+
+// Describe is the exit status and the script's stderr (else stdout), trimmed, for errors
+// and events.
+func (o Output) Describe() string {
+	text := strings.TrimSpace(string(o.Stderr))
+	if text == "" {
+		text = strings.TrimSpace(string(o.Stdout))
+	}
+	if len(text) > 2000 {
+		text = text[:2000] + "..."
+	}
+	return fmt.Sprintf("exit %d: %s", o.ExitCode, text)
+}
+
+// WithVars prefixes script with shell assignments of vars, each value quoted, exported
+// so the programs the script runs (static scripts among them) see them too. Names must
+// be shell variable names; values are anything.
+func WithVars(vars map[string]string, script string) string {
+	names := make([]string, 0, len(vars))
+	for k := range vars {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, k := range names {
+		b.WriteString(k + "=" + shellquote.Quote(vars[k]) + "\n")
+	}
+	if len(names) > 0 {
+		b.WriteString("export " + strings.Join(names, " ") + "\n")
+	}
+	b.WriteString(script)
+	return b.String()
+}
+
+// Local runs scripts on this host with /bin/sh, in the calling process's environment (a
+// batch system's clients need theirs, e.g. SLURM_CONF).
+type Local struct{}
+
+// Host is this host's name.
+func (Local) Host() string {
+	h, _ := os.Hostname()
+	return h
+}
+
+// Run runs script with /bin/sh -c. A non-zero exit is an Output, not an error; errors
+// are failures to run at all, and ctx ending first.
+func (Local) Run(ctx context.Context, script string) (Output, error) {
+	return runLocal(ctx, exec.CommandContext(ctx, "/bin/sh", "-c", script))
+}
+
+// Feed runs script by feeding it to /bin/sh on its standard input, so that its size is
+// not bound by the system's limit on an argument (128 KiB on Linux). The script must
+// keep its commands off that input (it is the script itself).
+func (Local) Feed(ctx context.Context, script string) (Output, error) {
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-s")
+	cmd.Stdin = strings.NewReader(script)
+	// Once the shell is gone, what it started may still hold its output open (a START
+	// that hangs): that must not hold the caller.
+	cmd.WaitDelay = time.Second
+	return runLocal(ctx, cmd)
+}
+
+// runLocal runs cmd to its end and collects its Output. A shell killed by a signal
+// reports 128+9, as a shell reports a child killed so.
+func runLocal(ctx context.Context, cmd *exec.Cmd) (Output, error) {
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	out := Output{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit) && ctx.Err() == nil:
+		out.ExitCode = exit.ExitCode()
+		if out.ExitCode < 0 {
+			out.ExitCode = 128 + 9
+		}
+	default:
+		return out, fmt.Errorf("running a script on this host: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,82 @@
+package target
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/gridwire/gridwire/pkg/cluster"
+	"github.com/gridwire/gridwire/pkg/sshx/sshtest"
+)
+
+// shell is what both runners offer.
+type shell interface {
+	Host() string
+	Run(ctx context.Context, script string) (Output, error)
+	Feed(ctx context.Context, script string) (Output, error)
+}
+
+// Both runners report output and exit status alike, pass values through WithVars
+// literally, and Feed carries a script past the kernel's limit on one argument.
+func TestShellsRunAndFeed(t *testing.T) {
+	srv := sshtest.NewServer(t)
+	cl := cluster.Cluster{Name: "remote", Kind: cluster.KindSSH, Hosts: []string{srv.Addr}, User: "u",
+		Identity: srv.ClientKeyFile, KnownHosts: srv.KnownHostsFile}
+	pool, err := NewPool(cl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pool.Close() })
+	for name, sh := range map[string]shell{"local": Local{}, "ssh": SSH{Pool: pool, Addr: srv.Addr}} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			out, err := sh.Run(ctx, "echo out; echo err >&2; exit 3")
+			if err != nil || out.ExitCode != 3 || string(out.Stdout) != "out\n" || string(out.Stderr) != "err\n" {
+				t.Fatalf("Run: %+v %v", out, err)
+			}
+			if out.OK() || out.Describe() != "exit 3: err" {
+				t.Errorf("OK %v, Describe %q", out.OK(), out.Describe())
+			}
+			hostile := "a'b\"c $HOME `id` \n; rm -rf /"
+			out, err = sh.Run(ctx, WithVars(map[string]string{"GW_X": hostile}, `printf '%s' "$GW_X"; sh -c 'printf %s "$GW_X"'`))
+			if err != nil || string(out.Stdout) != hostile+hostile {
+				t.Errorf("WithVars: %q %v; want the value twice, literally (exported)", out.Stdout, err)
+			}
+			big := "x=" + strings.Repeat("y", 200<<10) + "\necho ${#x}\n"
+			out, err = sh.Feed(ctx, big)
+			if err != nil || !out.OK() || strings.TrimSpace(string(out.Stdout)) != "204800" {
+				t.Errorf("Feed of a 200 KiB script: %s %v", out.Describe(), err)
+			}
+			if (name == "ssh") != (out.HostKey != "") {
+				t.Errorf("host key %q on %s", out.HostKey, name)
+			}
+			if name == "ssh" && sh.Host() != srv.Addr {
+				t.Errorf("host %q, want %q", sh.Host(), srv.Addr)
+			}
+		})
+	}
+}
+
+// A script that cannot run at all is an error, not an Output.
+func TestLocalRunEndedContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if out, err := (Local{}).Run(ctx, "true"); err == nil {
+		t.Fatalf("Run with an ended context: %+v, want an error", out)
+	}
+}
+
+// A cluster's login: its key file, else the agent; the known_hosts it names.
+func TestClusterLogin(t *testing.T) {
+	withKey := ClusterLogin(cluster.Cluster{User: "u", Identity: "/k", KnownHosts: "/kh"}).Config()
+	if withKey.User != "u" || withKey.UseAgent || len(withKey.IdentityFiles) != 1 || withKey.IdentityFiles[0] != "/k" || withKey.KnownHostsFile != "/kh" {
+		t.Errorf("with a key file: %+v", withKey)
+	}
+	agent := ClusterLogin(cluster.Cluster{User: "u"}).Config()
+	if !agent.UseAgent || len(agent.IdentityFiles) != 0 {
+		t.Errorf("without a key file: %+v; want the agent", agent)
+	}
+	if _, err := NewPool(cluster.Cluster{Name: "bad", Identity: "/nonexistent/key"}, nil); err == nil || !strings.Contains(err.Error(), "cluster bad") {
+		t.Errorf("a pool with a missing key file: %v; want an error naming the cluster", err)
+	}
+}
