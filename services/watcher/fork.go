@@ -3,13 +3,12 @@ package watcher
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/target"
 )
 
 // ForkProber observes jobs run on this host: the exit status file written by the job's
@@ -26,31 +25,22 @@ func (ForkProber) Probe(_ context.Context, jobs []Watched) (map[string]Observati
 }
 
 func probeFork(w Watched) Observation {
-	if code, ok := ReadExitStatus(w.WorkDir); ok {
+	if code, ok := exitStatus(w.WorkDir); ok {
 		return Observation{Exited: true, ExitCode: code}
 	}
 	if alive(w.NativeID) {
 		return Observation{}
 	}
 	// The process may have written its status between the two looks.
-	if code, ok := ReadExitStatus(w.WorkDir); ok {
+	if code, ok := exitStatus(w.WorkDir); ok {
 		return Observation{Exited: true, ExitCode: code}
 	}
 	return Observation{Gone: true}
 }
 
-// ReadExitStatus parses "<code>\n" from a job's exit status file; a missing, partial or
-// malformed file is not an exit.
-func ReadExitStatus(workDir string) (int, bool) {
-	b, err := os.ReadFile(filepath.Join(workDir, events.ExitFile))
-	if err != nil || len(b) < 2 || b[len(b)-1] != '\n' {
-		return 0, false
-	}
-	code, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return 0, false
-	}
-	return code, true
+// exitStatus is the exit status the job's epilogue wrote in its working directory.
+func exitStatus(workDir string) (int, bool) {
+	return target.ReadExitStatus(filepath.Join(workDir, events.ExitFile))
 }
 
 func alive(nativeID string) bool {

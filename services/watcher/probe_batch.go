@@ -1,15 +1,11 @@
 package watcher
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"github.com/gridwire/gridwire/pkg/recache"
 	"log/slog"
-	"os/exec"
-	"path"
 	"regexp"
 	"slices"
 	"sort"
@@ -21,32 +17,13 @@ import (
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/pkg/cluster"
 	"github.com/gridwire/gridwire/pkg/shellquote"
+	"github.com/gridwire/gridwire/pkg/target"
 )
 
-// Runner runs one shell script on a host of a cluster and returns its standard output
-// and exit status; an error means the host could not be asked.
+// Runner runs one shell script on a host of a cluster (target.Local, target.SSH); an
+// error means the host could not be asked.
 type Runner interface {
-	Run(ctx context.Context, script string) (stdout []byte, exitCode int, err error)
-}
-
-// LocalRunner runs scripts on this host, in the watcher's environment (a batch
-// system's clients need theirs, e.g. SLURM_CONF).
-type LocalRunner struct{}
-
-// Run implements Runner.
-func (LocalRunner) Run(ctx context.Context, script string) ([]byte, int, error) {
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", script)
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return out.Bytes(), 0, nil
-	case errors.As(err, &exit) && ctx.Err() == nil:
-		return out.Bytes(), exit.ExitCode(), nil
-	}
-	return nil, 0, fmt.Errorf("running the status call: %w", err)
+	Run(ctx context.Context, script string) (target.Output, error)
 }
 
 // ScriptProber observes jobs started through a profile: on an ssh cluster or a batch
@@ -113,7 +90,7 @@ func NewProber(cl cluster.Cluster, lookup func(context.Context, string) (events.
 		return ForkProber{}, func() {}, nil
 	case cl.Kind == cluster.KindFork:
 		p := &ScriptProber{Cluster: cl.Name, Lookup: lookup, MaxCallsPerMinute: maxCallsPerMinute, Logger: log,
-			Runner: func(string) Runner { return LocalRunner{} }}
+			Runner: func(string) Runner { return target.Local{} }}
 		return p, func() {}, nil
 	}
 	return NewSSHProber(cl, lookup, maxCallsPerMinute, log)
@@ -163,14 +140,18 @@ func (p *ScriptProber) probeGroup(ctx context.Context, group []probeJob, out map
 	if err := p.wait(ctx); err != nil {
 		return err
 	}
-	stdout, code, err := p.Runner(host).Run(ctx, probeScript(group))
+	script, err := probeScript(group)
+	if err != nil {
+		return fmt.Errorf("cluster %s: %w", p.Cluster, err)
+	}
+	res, err := p.Runner(host).Run(ctx, script)
 	if err != nil {
 		return fmt.Errorf("asking %s about %d jobs: %w", host, len(group), err)
 	}
-	if code != 0 {
-		return fmt.Errorf("asking %s about %d jobs: the probe exited %d: %s", host, len(group), code, truncate(stdout, 300))
+	if !res.OK() {
+		return fmt.Errorf("asking %s about %d jobs: the probe exited %d: %s", host, len(group), res.ExitCode, truncate(firstOutput(res), 300))
 	}
-	states, exits, err := parseProbe(stdout, re)
+	states, exits, err := parseProbe(res.Stdout, re)
 	if err != nil {
 		return fmt.Errorf("asking %s: %w", host, err)
 	}
@@ -183,32 +164,29 @@ func (p *ScriptProber) probeGroup(ctx context.Context, group []probeJob, out map
 // probeScript installs missing static scripts, runs GET_JOB_STATUS with every native
 // ID, then prints each job's exit status file, by index. The status call comes first so
 // a job that ends between the two looks is seen with its exit status.
-func probeScript(group []probeJob) string {
+func probeScript(group []probeJob) (string, error) {
 	inc := group[0].info.inc
-	var b strings.Builder
+	statics := make([]target.Static, 0, len(inc.StaticScripts))
+	for n, s := range inc.StaticScripts {
+		statics = append(statics, target.Static{Name: n, Location: s.Location, Body: s.Body})
+	}
+	install, err := target.InstallScript(statics)
+	if err != nil {
+		return "", err
+	}
 	ids := make([]string, len(group))
 	for i, j := range group {
 		ids[i] = j.info.nativeID
 	}
-	b.WriteString(events.VarNativeIDList + "=" + shellquote.Quote(strings.Join(ids, " ")) + "\nexport " + events.VarNativeIDList + "\n")
-	names := make([]string, 0, len(inc.StaticScripts))
-	for n := range inc.StaticScripts {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		s := inc.StaticScripts[n]
-		loc, tmp := shellquote.Quote(s.Location), shellquote.Quote(s.Location+".tmp-probe")
-		fmt.Fprintf(&b, "[ -f %s ] || { mkdir -p %s && printf '%%s' %s >%s && chmod 700 %s && mv -f %s %s; } || exit 97\n",
-			loc, shellquote.Quote(path.Dir(s.Location)), shellquote.Quote(s.Body), tmp, tmp, tmp, loc)
-	}
+	var b strings.Builder
+	b.WriteString(install)
 	b.WriteString("(\n" + inc.Scripts[events.ScriptStatus].Body + "\n)\necho \"gw:exits $?\"\n")
 	// read, a builtin, not $(cat ...): a poll of many ended jobs forks nothing per job.
 	b.WriteString("gwx() { [ -f \"$2/" + events.ExitFile + "\" ] && read -r gwc <\"$2/" + events.ExitFile + "\" && printf 'gw:exit %s %s\\n' \"$1\" \"$gwc\"; :; }\n")
 	for i, j := range group {
 		fmt.Fprintf(&b, "gwx %d %s\n", i, shellquote.Quote(j.info.workDir))
 	}
-	return b.String()
+	return target.WithVars(map[string]string{events.VarNativeIDList: strings.Join(ids, " ")}, b.String()), nil
 }
 
 // parseProbe reads native states by native ID, and exit codes by job index.
@@ -342,6 +320,14 @@ func truncate(b []byte, n int) string {
 		return string(b[:n]) + "..."
 	}
 	return string(b)
+}
+
+// firstOutput is what a failed probe said: its error output, else its output.
+func firstOutput(o target.Output) []byte {
+	if len(o.Stderr) > 0 {
+		return o.Stderr
+	}
+	return o.Stdout
 }
 
 func firstOf(vals ...string) string {

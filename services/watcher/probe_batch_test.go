@@ -13,6 +13,7 @@ import (
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/pkg/cluster"
 	"github.com/gridwire/gridwire/pkg/sshx/sshtest"
+	"github.com/gridwire/gridwire/pkg/target"
 )
 
 // statusScript lists native states as a batch system would, from a file per native ID
@@ -37,7 +38,7 @@ type countingRunner struct {
 	calls *atomic.Int32
 }
 
-func (c countingRunner) Run(ctx context.Context, script string) ([]byte, int, error) {
+func (c countingRunner) Run(ctx context.Context, script string) (target.Output, error) {
 	c.calls.Add(1)
 	return c.Runner.Run(ctx, script)
 }
@@ -78,7 +79,7 @@ func (f *probeFixture) prober(cap int) *ScriptProber {
 			}
 			return st, nil
 		},
-		Runner: func(string) Runner { return countingRunner{LocalRunner{}, &f.calls} }}
+		Runner: func(string) Runner { return countingRunner{target.Local{}, &f.calls} }}
 }
 
 // One call asks about every job; native states map through the profile's table; the
