@@ -14,52 +14,42 @@ import (
 	"sync"
 
 	"github.com/gridwire/gridwire/pkg/sshx"
+	"github.com/gridwire/gridwire/pkg/target"
 	"github.com/pkg/sftp"
 )
-
-// sshTarget is a host and how to log in to it.
-type sshTarget struct {
-	host                       string // host[:port]
-	user, identity, knownHosts string
-}
-
-type sshLogin struct{ user, identity, knownHosts string }
 
 // sshPools keeps one sshx.Pool per login, so connections are shared by every transfer.
 type sshPools struct {
 	logger *slog.Logger
 	mu     sync.Mutex
-	pools  map[sshLogin]*sshx.Pool
+	pools  map[target.Login]*sshx.Pool
 }
 
 func newSSHPools(logger *slog.Logger) *sshPools {
-	return &sshPools{logger: logger, pools: map[sshLogin]*sshx.Pool{}}
+	return &sshPools{logger: logger, pools: map[target.Login]*sshx.Pool{}}
 }
 
-// sftp returns the shared SFTP client of the target's connection (not to be closed).
-func (p *sshPools) sftp(ctx context.Context, t sshTarget) (*sftp.Client, error) {
-	pool, err := p.pool(sshLogin{t.user, t.identity, t.knownHosts})
+// sftp returns the shared SFTP client of the connection to host[:port] with the login
+// (not to be closed).
+func (p *sshPools) sftp(ctx context.Context, host string, l target.Login) (*sftp.Client, error) {
+	pool, err := p.pool(l)
 	if err != nil {
 		return nil, err
 	}
-	c, err := pool.Client(ctx, t.host)
+	c, err := pool.Client(ctx, host)
 	if err != nil {
 		return nil, err
 	}
 	return c.SFTP(ctx)
 }
 
-func (p *sshPools) pool(l sshLogin) (*sshx.Pool, error) {
+func (p *sshPools) pool(l target.Login) (*sshx.Pool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if pool, ok := p.pools[l]; ok {
 		return pool, nil
 	}
-	cfg := sshx.Config{User: l.user, KnownHostsFile: l.knownHosts, UseAgent: l.identity == ""}
-	if l.identity != "" {
-		cfg.IdentityFiles = []string{l.identity}
-	}
-	pool, err := sshx.NewPool(cfg, p.logger)
+	pool, err := sshx.NewPool(l.Config(), p.logger)
 	if err != nil {
 		return nil, err
 	}

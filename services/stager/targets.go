@@ -8,6 +8,7 @@ import (
 
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/pkg/cluster"
+	"github.com/gridwire/gridwire/pkg/target"
 )
 
 // ErrNoWorkDir means a job reached staging without a working directory.
@@ -31,7 +32,7 @@ func (s *stager) workDir(ctx context.Context, st events.State) (workDir, error) 
 	if slices.Contains(cl.Hosts, st.Host) {
 		host = st.Host
 	}
-	c, err := s.ssh.sftp(ctx, sshTarget{host: host, user: cl.User, identity: cl.Identity, knownHosts: cl.KnownHosts})
+	c, err := s.ssh.sftp(ctx, host, target.ClusterLogin(cl))
 	if err != nil {
 		return nil, fmt.Errorf("job %s: reaching working directory on %s: %w", st.JobID, host, err)
 	}
@@ -49,11 +50,11 @@ func (s *stager) remoteEndpoint(ctx context.Context, r remote) (endpoint, string
 	case SchemeUpload:
 		return objectEndpoint{js: s.deps.JS}, objectName(u), nil
 	case SchemeSFTP, SchemeSCP:
-		t := sshTarget{host: u.Host, user: s.cfg.SSH.User, identity: s.cfg.SSH.Identity, knownHosts: s.cfg.SSH.KnownHosts}
+		l := target.Login{User: s.cfg.SSH.User, Identity: s.cfg.SSH.Identity, KnownHosts: s.cfg.SSH.KnownHosts}
 		if u.User != nil && u.User.Username() != "" {
-			t.user = u.User.Username()
+			l.User = u.User.Username()
 		}
-		c, err := s.ssh.sftp(ctx, t)
+		c, err := s.ssh.sftp(ctx, u.Host, l)
 		if err != nil {
 			return nil, "", err
 		}
