@@ -14,10 +14,15 @@ import (
 type ConsumerSpec struct {
 	Durable    string        // name shared by every process of the service (per cluster)
 	Filters    []string      // server-side subject filters
-	AckWait    time.Duration // default 30s; long work extends it with Delivery.InProgress
+	AckWait    time.Duration // default 30s; long work extends it (Heartbeat, Delivery.InProgress)
 	MaxDeliver int           // default 8; after that OnExhausted decides
 	Batch      int           // messages pulled at a time; default 64
 	Workers    int           // concurrent handlers in this process; default 4
+	// Heartbeat, when set, extends a delivery's ack deadline at this interval for as
+	// long as its handler runs, for handlers whose work may outlast AckWait (a slow
+	// START, transfers). A process that dies stops beating, so its deliveries still go to
+	// another after AckWait. Keep it well under AckWait. Zero: no heartbeat.
+	Heartbeat time.Duration
 	// OnExhausted runs when the last allowed delivery of a message failed; it should
 	// record the failure in the log (e.g. a failed event). The message is then terminated.
 	OnExhausted func(ctx context.Context, d Delivery, err error)
@@ -173,7 +178,9 @@ func handleOne(ctx context.Context, spec ConsumerSpec, handler Handler, m jetstr
 	}
 	d := Delivery{Event: e, Delivered: meta.NumDelivered, msg: m,
 		Last: meta.NumDelivered >= uint64(spec.MaxDeliver)}
+	stop := spec.beat(d)
 	herr := handler(ctx, d)
+	stop()
 	switch {
 	case herr == nil:
 		if err := m.Ack(); err != nil {
@@ -190,6 +197,32 @@ func handleOne(ctx context.Context, spec ConsumerSpec, handler Handler, m jetstr
 		spec.Logger.Warn("handler failed; redelivering", "job", e.JobID, "event", e.Name,
 			"attempt", meta.NumDelivered, "delay", delay, "err", herr)
 		_ = m.NakWithDelay(delay)
+	}
+}
+
+// beat extends d's ack deadline every Heartbeat until the returned func is called,
+// which returns once the beating has stopped (no InProgress follows an ack).
+func (s ConsumerSpec) beat(d Delivery) (stop func()) {
+	if s.Heartbeat <= 0 {
+		return func() {}
+	}
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(s.Heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_ = d.InProgress()
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
 	}
 }
 

@@ -35,8 +35,8 @@ type Config struct {
 	Workers    int             // starts in flight per process; default 8
 	MaxDeliver int             // start attempts before the job fails; default 5
 	// AckWait is how long a delivery is owned by this process without a sign of life;
-	// a slow START extends it while it runs. Default 30s: a dead executor's jobs go to
-	// another process after it.
+	// a start's heartbeat (every third of it) extends it while the start runs. Default
+	// 30s: a dead executor's jobs go to another process after it.
 	AckWait time.Duration
 }
 
@@ -144,6 +144,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 			Batch:      min(cfg.Workers, 8), // small: a dead process strands few deliveries
 			MaxDeliver: cfg.MaxDeliver,
 			AckWait:    cfg.AckWait,
+			Heartbeat:  cfg.AckWait / 3, // a slow START keeps its delivery
 			Logger:     log, OnExhausted: x.exhausted,
 		}, x.handle)
 	})
@@ -203,9 +204,7 @@ func (x *executor) handle(ctx context.Context, d events.Delivery) error {
 		_, err := x.deps.Store.DecideFrom(ctx, st, x.cancelBeforeStart)
 		return err
 	}
-	stop := heartbeat(d, x.cfg.AckWait/3)
 	run, err := x.target.Start(ctx, st)
-	stop()
 	if err != nil {
 		return fmt.Errorf("starting job %s: %w", st.JobID, err)
 	}
@@ -228,28 +227,6 @@ func (x *executor) recordStarted(ctx context.Context, st events.State, run event
 	}
 	x.log.Debug("started", "job", st.JobID, "native_id", run.NativeID, "adopted", run.Adopted)
 	return x.act(ctx, st)
-}
-
-// heartbeat tells the server the delivery is still being worked on, every interval,
-// until the returned func is called.
-func heartbeat(d events.Delivery, every time.Duration) func() {
-	if every <= 0 {
-		every = time.Second
-	}
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				_ = d.InProgress()
-			}
-		}
-	}()
-	return func() { close(done) }
 }
 
 func (x *executor) cancelBeforeStart(s events.State) ([]events.Event, error) {

@@ -168,57 +168,35 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 	g.Go(func() error {
 		return events.Consume(gctx, deps.JS, events.ConsumerSpec{
 			Durable: cfg.Durable + "-in", Filters: []string{events.TypeFilter(events.Incarnated, "")},
-			Workers: cfg.Workers, Logger: deps.Logger, OnExhausted: s.exhausted,
+			Workers: cfg.Workers, Heartbeat: heartbeatEvery, Logger: deps.Logger, OnExhausted: s.exhausted,
 		}, s.interruptible(gctx, s.stageIn))
 	})
 	g.Go(func() error {
 		return events.Consume(gctx, deps.JS, events.ConsumerSpec{
 			Durable: cfg.Durable + "-out", Filters: []string{events.TypeFilter(events.Exited, "")},
-			Workers: cfg.Workers, Logger: deps.Logger, OnExhausted: s.exhausted,
+			Workers: cfg.Workers, Heartbeat: heartbeatEvery, Logger: deps.Logger, OnExhausted: s.exhausted,
 		}, s.interruptible(gctx, s.stageOut))
 	})
 	return g.Wait()
 }
 
-// interruptible cancels a handler's transfers when the service stops (Consume gives
-// handlers a context that outlives shutdown so appends finish; transfers must not), and
-// keeps extending the message's ack deadline while the handler works: transfers, waits
-// between attempts and slow servers all take longer than an ack deadline. A transfer
-// that hangs is bounded by IdleTimeout, so the heartbeat cannot keep a job forever.
+// interruptible cancels a handler's transfers when the service stops: Consume gives
+// handlers a context that outlives shutdown so appends finish; transfers must not.
 func (s *stager) interruptible(run context.Context, h events.Handler) events.Handler {
 	return func(ctx context.Context, d events.Delivery) error {
 		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
 		stop := context.AfterFunc(run, cancel)
 		defer stop()
-		beating := make(chan struct{})
-		go func() {
-			defer close(beating)
-			heartbeat(ctx, d)
-		}()
-		defer func() {
-			cancel()
-			<-beating
-		}()
 		return h(ctx, d)
 	}
 }
 
 // heartbeatEvery is how often a handler at work extends its message's ack deadline
-// (the consumer's is 30 s).
+// (the consumer's is 30 s): transfers, waits between attempts and slow servers all take
+// longer than an ack deadline. A transfer that hangs is bounded by IdleTimeout, so the
+// heartbeat cannot keep a job forever.
 const heartbeatEvery = 5 * time.Second
-
-func heartbeat(ctx context.Context, d events.Delivery) {
-	t := time.NewTicker(heartbeatEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			_ = d.InProgress()
-		}
-	}
-}
 
 type stager struct {
 	cfg  Config
