@@ -14,6 +14,7 @@ import (
 	"github.com/gridwire/gridwire/services/ingest/internal/tree"
 	"github.com/gridwire/gridwire/services/ingest/internal/xmltree"
 	"github.com/gridwire/gridwire/services/ingest/jrdl"
+	"github.com/gridwire/gridwire/services/ingest/ptpsubmit"
 	"github.com/gridwire/gridwire/services/ingest/taskdesc"
 )
 
@@ -23,6 +24,9 @@ const (
 	FormatV3YAML = "v3-yaml"
 	FormatJRDL   = "jrdl"
 	FormatDDS    = "dds"
+	// FormatPTP is the attribute list of a PTP SUBMIT_JOB command, as a JSON list of
+	// "key=value" strings; the PTP endpoint names it, it is never detected.
+	FormatPTP = "ptp-submit"
 )
 
 // MaxTaskDescriptionBytes caps a v3 task description (JSON or YAML), which describes one
@@ -30,7 +34,7 @@ const (
 const MaxTaskDescriptionBytes = 1 << 20
 
 // Formats lists every format Parse reads.
-var Formats = []string{FormatV3JSON, FormatV3YAML, FormatJRDL, FormatDDS}
+var Formats = []string{FormatV3JSON, FormatV3YAML, FormatJRDL, FormatDDS, FormatPTP}
 
 // ParseOptions say how to read one document.
 type ParseOptions struct {
@@ -120,6 +124,16 @@ func parseAs(format string, data []byte) ([]events.Job, []diag.Problem) {
 			return nil, syntaxProblem(err)
 		}
 		job, problems := taskdesc.Decode(root)
+		if problems != nil {
+			return nil, problems
+		}
+		return []events.Job{job}, nil
+	case FormatPTP:
+		root, err := tree.ParseJSON(data)
+		if err != nil {
+			return nil, syntaxProblem(err)
+		}
+		job, problems := ptpsubmit.Decode(root)
 		if problems != nil {
 			return nil, problems
 		}
