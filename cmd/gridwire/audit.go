@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/gridwire/gridwire/services/watcher"
@@ -31,11 +30,14 @@ func auditVerifyCmd(e *env) *cobra.Command {
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if all == (len(args) == 1) {
-				return errors.New("audit verify: name one job ID or --all")
+				return usageErrorf("audit verify: name one job ID or --all")
 			}
 			id := ""
 			if len(args) == 1 {
 				id = args[0]
+			}
+			if err := requireLog(f); err != nil {
+				return err
 			}
 			sys, err := openSystem(cmd.Context(), e, f, true)
 			if err != nil {
@@ -47,7 +49,7 @@ func auditVerifyCmd(e *env) *cobra.Command {
 				return err
 			}
 			if id != "" && rep.Jobs == 0 {
-				return fmt.Errorf("audit verify: no job %s in the log", id)
+				return notFoundErrorf("audit verify: no job %s in the log", id)
 			}
 			if asJSON {
 				if err := json.NewEncoder(e.stdout).Encode(rep); err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -20,32 +21,127 @@ import (
 
 // client talks to a gridwire server's HTTP API.
 type client struct {
-	base  string
-	token string
-	http  *http.Client
+	base    string
+	token   string
+	http    *http.Client
+	retries int       // attempts to reach an unreachable server before giving up (0: 1)
+	log     io.Writer // where retries are announced (nil: nowhere)
+	backoff time.Duration
 }
 
 type clientFlags struct {
-	server string
-	token  string
-	json   bool
+	server  string
+	token   string
+	json    bool
+	utc     bool
+	retries int
 }
 
 func (f *clientFlags) register(fs *pflag.FlagSet, e *env) {
 	def := firstOf(e.getenv("GRIDWIRE_SERVER"), "http://127.0.0.1:8080")
-	fs.StringVar(&f.server, "server", def, "gridwire server URL (default $GRIDWIRE_SERVER, else http://127.0.0.1:8080)")
+	fs.StringVar(&f.server, "server", def, "gridwire server: host:port or URL (default $GRIDWIRE_SERVER, else http://127.0.0.1:8080)")
 	fs.StringVar(&f.token, "token", e.getenv("GRIDWIRE_TOKEN"), "bearer token (default $GRIDWIRE_TOKEN)")
-	fs.BoolVar(&f.json, "json", false, "print JSON")
+	fs.BoolVar(&f.json, "json", false, "print JSON (errors too, on stderr)")
+	fs.BoolVar(&f.utc, "utc", false, "print times in UTC (RFC 3339) instead of local time")
+	fs.IntVar(&f.retries, "retries", 5, "attempts to reach an unreachable server before giving up")
 }
 
-func (f *clientFlags) client() *client {
-	return &client{base: strings.TrimRight(f.server, "/"), token: f.token, http: &http.Client{}}
+// client returns the client the flags describe; a server address without a scheme is
+// taken as http://.
+func (f *clientFlags) client(e *env) (*client, error) {
+	base, err := serverURL(f.server)
+	if err != nil {
+		return nil, err
+	}
+	if f.retries < 1 {
+		return nil, usageErrorf("--retries %d: must be at least 1", f.retries)
+	}
+	return &client{base: base, token: f.token, http: &http.Client{}, retries: f.retries, log: e.stderr,
+		backoff: 250 * time.Millisecond}, nil
 }
 
-func (c *client) do(ctx context.Context, method, path string, body io.Reader, contentType string, out any) error {
+// serverURL turns --server into a base URL: "host:port" means http://host:port.
+func serverURL(s string) (string, error) {
+	s = strings.TrimRight(strings.TrimSpace(s), "/")
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {
+		return "", usageErrorf("--server %q: want host:port or http(s)://host[:port][/path]", s)
+	}
+	return s, nil
+}
+
+// send sends a request, retrying what never reached the server (bounded, each retry
+// announced); a request whose body cannot be sent again is tried once.
+func (c *client) send(req *http.Request) (*http.Response, error) {
+	attempts := max(c.retries, 1)
+	wait := c.backoff
+	for attempt := 1; ; attempt++ {
+		resp, err := c.http.Do(req)
+		if err == nil {
+			return resp, nil
+		}
+		if req.Context().Err() != nil {
+			return nil, req.Context().Err()
+		}
+		retry := attempt < attempts && (req.Body == nil || req.GetBody != nil) && (notSent(err) || req.Method == http.MethodGet)
+		if !retry {
+			return nil, &unreachableError{server: c.base, attempts: attempt, err: err}
+		}
+		c.announce(err, attempt, attempts, wait)
+		if err := sleep(req.Context(), wait); err != nil {
+			return nil, err
+		}
+		wait = min(wait*2, 4*time.Second)
+		if req.GetBody != nil {
+			if req.Body, err = req.GetBody(); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+func (c *client) announce(err error, attempt, attempts int, wait time.Duration) {
+	if c.log != nil {
+		fmt.Fprintf(c.log, "gridwire: cannot reach %s (%v); attempt %d of %d, retrying in %s\n",
+			c.base, rootCause(err), attempt, attempts, wait)
+	}
+}
+
+// notSent reports whether a transport error happened before the request was sent (the
+// connection was never made), so even a POST may be sent again.
+func notSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+func rootCause(err error) error {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err
+		}
+		err = next
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func (c *client) request(ctx context.Context, method, path string, body io.Reader, contentType string) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
@@ -53,9 +149,17 @@ func (c *client) do(ctx context.Context, method, path string, body io.Reader, co
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
-	resp, err := c.http.Do(req)
+	return req, nil
+}
+
+func (c *client) do(ctx context.Context, method, path string, body io.Reader, contentType string, out any) error {
+	req, err := c.request(ctx, method, path, body, contentType)
 	if err != nil {
-		return fmt.Errorf("reaching gridwire at %s: %w", c.base, err)
+		return err
+	}
+	resp, err := c.send(req)
+	if err != nil {
+		return err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
@@ -104,12 +208,14 @@ func (c *client) history(ctx context.Context, id string) ([]events.Event, error)
 
 // stream follows the server's SSE stream, calling fn for each event until fn returns
 // false or the context ends. A dropped connection is resumed after the last event seen
-// (Last-Event-ID), so no event is skipped or shown twice; an error the server answers
-// with ends the stream.
+// (Last-Event-ID), so no event is skipped or shown twice; each reconnection is announced,
+// and after c.retries attempts in a row that reach no server the stream gives up. An
+// error the server answers with ends the stream.
 func (c *client) stream(ctx context.Context, q url.Values, fn func(events.Event) bool) error {
-	wait := 100 * time.Millisecond
+	attempts := max(c.retries, 1)
+	wait, failures := c.backoff, 0
 	for {
-		last, done, err := c.streamOnce(ctx, q, fn)
+		last, connected, done, err := c.streamOnce(ctx, q, fn)
 		if done || ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -119,40 +225,45 @@ func (c *client) stream(ctx context.Context, q url.Values, fn func(events.Event)
 		}
 		if last != "" {
 			q.Set("after", last)
-			wait = 100 * time.Millisecond
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
+		if connected {
+			failures, wait = 0, c.backoff
+			if c.log != nil {
+				fmt.Fprintf(c.log, "gridwire: the event stream from %s ended (%v); resuming after seq %s in %s\n",
+					c.base, rootCause(err), firstOf(q.Get("after"), "(start)"), wait)
+			}
+		} else {
+			if failures++; failures >= attempts {
+				return &unreachableError{server: c.base, attempts: failures, err: err}
+			}
+			c.announce(err, failures, attempts, wait)
 		}
-		wait = min(wait*2, 5*time.Second)
+		if err := sleep(ctx, wait); err != nil {
+			return err
+		}
+		wait = min(max(wait*2, 10*time.Millisecond), 4*time.Second)
 	}
 }
 
 // streamOnce reads one connection of the stream. It returns the sequence of the last
-// event it handed to fn, and done when fn asked to stop.
-func (c *client) streamOnce(ctx context.Context, q url.Values, fn func(events.Event) bool) (string, bool, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/v1/events?"+q.Encode(), nil)
+// event it handed to fn, whether the server answered, and done when fn asked to stop.
+func (c *client) streamOnce(ctx context.Context, q url.Values, fn func(events.Event) bool) (last string, connected, done bool, err error) {
+	req, err := c.request(ctx, http.MethodGet, "/v1/events?"+q.Encode(), nil, "")
 	if err != nil {
-		return "", false, err
+		return "", false, false, err
 	}
 	req.Header.Set("Accept", "text/event-stream")
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return "", false, fmt.Errorf("reaching gridwire at %s: %w", c.base, err)
+		return "", false, false, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {
 		data, _ := io.ReadAll(resp.Body)
-		return "", false, httpapi.DecodeError(resp.StatusCode, data)
+		return "", true, false, httpapi.DecodeError(resp.StatusCode, data)
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	last := ""
 	for sc.Scan() {
 		line := sc.Text()
 		if !strings.HasPrefix(line, "data: ") {
@@ -160,15 +271,15 @@ func (c *client) streamOnce(ctx context.Context, q url.Values, fn func(events.Ev
 		}
 		var e events.Event
 		if err := json.Unmarshal([]byte(line[len("data: "):]), &e); err != nil {
-			return last, false, &httpapi.Error{Code: "malformed_stream", Detail: err.Error()}
+			return last, true, false, &httpapi.Error{Code: "malformed_stream", Detail: err.Error()}
 		}
 		last = strconv.FormatUint(e.Seq, 10)
 		if !fn(e) {
-			return last, true, nil
+			return last, true, true, nil
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return last, false, err
+		return last, true, false, err
 	}
-	return last, false, io.ErrUnexpectedEOF
+	return last, true, false, io.ErrUnexpectedEOF
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -55,4 +56,13 @@ func TestStreamResumesAfterADroppedConnection(t *testing.T) {
 	if len(afters) != 2 || afters[0] != "" || afters[1] != "3" {
 		t.Fatalf("connections asked for after=%q, want [\"\" \"3\"]", afters)
 	}
+}
+
+func (f *clientFlags) mustClient(t *testing.T) *client {
+	t.Helper()
+	c, err := f.client(&env{getenv: func(string) string { return "" }, stdout: io.Discard, stderr: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -2,27 +2,48 @@ package main
 
 import "github.com/spf13/cobra"
 
-// commands is the table of verbs. A new verb lives in its own file and adds one line here.
+// commands is the table of verbs, by help group. A new verb lives in its own file and
+// adds one line here.
 func commands(e *env) []*cobra.Command {
-	return []*cobra.Command{
-		serveCmd(e),
-		serviceCmd(e, "ingest"),
-		serviceCmd(e, "incarnator"),
-		serviceCmd(e, "executor"),
-		serviceCmd(e, "stager"),
-		serviceCmd(e, "watcher"),
-		submitCmd(e),
-		statusCmd(e),
-		historyCmd(e),
-		watchCmd(e),
-		normalizeCmd(e),
-		benchCmd(e),
-		renderCmd(e),
-		profilesCmd(e),
-		controlCmd(e, "cancel", "cancel a job: it never starts, or its run is aborted"),
-		controlCmd(e, "hold", "hold a queued or running job on its target"),
-		controlCmd(e, "resume", "release a held job"),
-		replayCmd(e),
-		auditCmd(e),
+	groups := []struct {
+		id   string
+		cmds []*cobra.Command
+	}{
+		{groupFollow, []*cobra.Command{submitCmd(e), listCmd(e), statusCmd(e), watchCmd(e), historyCmd(e)}},
+		{groupOperate, []*cobra.Command{
+			controlCmd(e, "cancel", "cancel a job: it never starts, or its run is aborted"),
+			controlCmd(e, "hold", "hold a queued or running job on its target"),
+			controlCmd(e, "resume", "release a held job"),
+		}},
+		{groupOffline, []*cobra.Command{normalizeCmd(e), renderCmd(e), profilesCmd(e), replayCmd(e), auditCmd(e), benchCmd(e)}},
+		{groupServe, []*cobra.Command{serveCmd(e), serviceCmd(e, "ingest"), serviceCmd(e, "incarnator"),
+			serviceCmd(e, "executor"), serviceCmd(e, "stager"), serviceCmd(e, "watcher")}},
+	}
+	var all []*cobra.Command
+	for _, g := range groups {
+		for _, c := range g.cmds {
+			c.GroupID = g.id
+			usageArgs(c)
+			all = append(all, c)
+		}
+	}
+	v := versionCmd(e)
+	usageArgs(v)
+	return append(all, v)
+}
+
+// usageArgs makes every argument-count error of cmd and its subcommands a usage error
+// (exit status 2), like a bad flag.
+func usageArgs(cmd *cobra.Command) {
+	if check := cmd.Args; check != nil {
+		cmd.Args = func(c *cobra.Command, args []string) error {
+			if err := check(c, args); err != nil {
+				return usageErrorf("%s: %v (see `%s --help`)", c.CommandPath(), err, c.CommandPath())
+			}
+			return nil
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		usageArgs(sub)
 	}
 }

@@ -16,10 +16,16 @@ func controlCmd(e *env, verb, short string) *cobra.Command {
 	f := &clientFlags{}
 	var reason string
 	cmd := &cobra.Command{
-		Use:   verb + " ID",
-		Short: short,
-		Args:  cobra.ExactArgs(1),
+		Use:               verb + " ID",
+		Short:             short,
+		Example:           "  gridwire " + verb + " 01JD3Z... --reason \"asked by the user\"",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeJobs(e, f),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.client(e)
+			if err != nil {
+				return err
+			}
 			body, err := json.Marshal(map[string]string{"reason": reason})
 			if err != nil {
 				return err
@@ -30,7 +36,7 @@ func controlCmd(e *env, verb, short string) *cobra.Command {
 				Status  string `json:"status"`
 			}
 			path := "/v1/jobs/" + url.PathEscape(args[0]) + "/" + verb
-			if err := f.client().do(cmd.Context(), http.MethodPost, path, strings.NewReader(string(body)), "application/json", &reply); err != nil {
+			if err := c.do(cmd.Context(), http.MethodPost, path, strings.NewReader(string(body)), "application/json", &reply); err != nil {
 				return err
 			}
 			if f.json {

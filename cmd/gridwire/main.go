@@ -5,11 +5,10 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -17,23 +16,10 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	status := runStatus(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
-	var ec exitCode
-	switch {
-	case errors.As(err, &ec):
-		os.Exit(int(ec))
-	case err != nil:
-		fmt.Fprintln(os.Stderr, "gridwire:", err)
-		os.Exit(2)
-	}
+	os.Exit(status)
 }
-
-// exitCode is returned by verbs whose result is an exit status rather than an error
-// (submit --wait with a job that did not succeed).
-type exitCode int
-
-func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
 // env is what every verb may use of the outside world.
 type env struct {
@@ -44,16 +30,88 @@ type env struct {
 
 // run is main without the process: testable with any args, environment and writers.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	e := &env{getenv: getenv, stdout: stdout, stderr: stderr}
-	root := &cobra.Command{
-		Use:           "gridwire",
-		Short:         "an event-sourced job gateway on NATS JetStream",
-		SilenceUsage:  true,
-		SilenceErrors: true,
+	_, err := execute(ctx, args, getenv, stdout, stderr)
+	return err
+}
+
+// runStatus runs like run, prints the error (as JSON when the verb was given --json)
+// and returns the process's exit status.
+func runStatus(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	cmd, err := execute(ctx, args, getenv, stdout, stderr)
+	asJSON := false
+	if cmd != nil {
+		if f := cmd.Flags().Lookup("json"); f != nil {
+			asJSON = f.Value.String() == "true"
+		}
 	}
+	return report(stderr, err, asJSON)
+}
+
+// The help's groups of verbs.
+const (
+	groupFollow  = "follow"
+	groupOperate = "operate"
+	groupOffline = "offline"
+	groupServe   = "serve"
+)
+
+const rootLong = `gridwire accepts job descriptions (JRDL, DDS topologies, the v3 task description in
+JSON or YAML), runs them on local hosts, SSH hosts or batch clusters, and records every
+fact about each job in an event log on NATS JetStream.
+
+The client verbs talk to a server's HTTP API (--server, default $GRIDWIRE_SERVER, else
+http://127.0.0.1:8080). A job's standard output and error are kept in its working
+directory on the target, under .gridwire/stdout and .gridwire/stderr: ` + "`gridwire logs ID`" + `
+shows them from wherever the job ran.
+
+Shell completion (verbs, flags and job IDs, which it asks the server for):
+  source <(gridwire completion bash)     # or zsh, fish, powershell`
+
+const rootExample = `  gridwire serve &                          # everything in one process, data in ./.gridwire-data
+  gridwire submit --follow examples/hello.json
+  gridwire list --state running,failed
+  gridwire logs --follow 01JD3Z...          # the job's output, live
+  gridwire cancel 01JD3Z... --reason "wrong input"`
+
+func newRoot(e *env) *cobra.Command {
+	cobra.EnableCommandSorting = false // verbs in the order of commands(), most used first
+	root := &cobra.Command{
+		Use:                        "gridwire",
+		Short:                      "an event-sourced job gateway on NATS JetStream",
+		Long:                       rootLong,
+		Example:                    rootExample,
+		SilenceUsage:               true,
+		SilenceErrors:              true,
+		SuggestionsMinimumDistance: 2,
+		Args:                       cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			msg := "unknown command %q for gridwire; `gridwire --help` lists them"
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += "; did you mean " + strings.Join(s, " or ") + "?"
+			}
+			return usageErrorf(msg, args[0])
+		},
+	}
+	root.AddGroup(
+		&cobra.Group{ID: groupFollow, Title: "Submit and follow jobs:"},
+		&cobra.Group{ID: groupOperate, Title: "Operate on jobs:"},
+		&cobra.Group{ID: groupOffline, Title: "Offline tools (no server needed):"},
+		&cobra.Group{ID: groupServe, Title: "Run services:"},
+	)
+	root.SetUsageTemplate(root.UsageTemplate() + exitHelp)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErrorf("%v", err) })
+	root.AddCommand(commands(e)...)
+	return root
+}
+
+func execute(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (*cobra.Command, error) {
+	e := &env{getenv: getenv, stdout: stdout, stderr: stderr}
+	root := newRoot(e)
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(commands(e)...)
-	return root.ExecuteContext(ctx)
+	return root.ExecuteContextC(ctx)
 }

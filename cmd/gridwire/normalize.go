@@ -37,7 +37,10 @@ func normalizeCmd(e *env) *cobra.Command {
 			}
 			if len(bad) > 0 {
 				fmt.Fprintln(e.stderr, errors.Join(bad...))
-				return exitCode(1)
+				if len(files) > 1 {
+					fmt.Fprintf(e.stderr, "%d of %d files invalid\n", len(bad), len(files))
+				}
+				return exitCode(exitInvalid)
 			}
 			return nil
 		},

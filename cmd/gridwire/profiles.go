@@ -21,7 +21,7 @@ func profilesCmd(e *env) *cobra.Command {
 			set, err := incarnator.LoadProfiles(dir)
 			if err != nil {
 				fmt.Fprintln(e.stderr, err)
-				return exitCode(1)
+				return exitCode(exitInvalid)
 			}
 			if dir == "" {
 				dir = "built-in profiles"

@@ -21,10 +21,11 @@ import (
 func serveCLI(t *testing.T, args ...string) string {
 	t.Helper()
 	addr := freeAddr(t)
+	dir := t.TempDir() // removed after serve has stopped (cleanups run last first)
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {
-		_, _, err := runCLI(ctx, append([]string{"serve", "--data", t.TempDir(), "--http", addr, "--log-level", "error"}, args...)...)
+		_, _, err := runCLI(ctx, append([]string{"serve", "--data", dir, "--http", addr, "--log-level", "error"}, args...)...)
 		served <- err
 	}()
 	t.Cleanup(func() {
@@ -120,7 +121,7 @@ func TestServeWithTokens(t *testing.T) {
 		t.Fatalf("submit: %v %s", err, errOut)
 	}
 	id := strings.Fields(out)[0]
-	evs, err := (&clientFlags{server: server, token: reader}).client().history(context.Background(), id)
+	evs, err := (&clientFlags{server: server, token: reader, retries: 1}).mustClient(t).history(context.Background(), id)
 	if err != nil || len(evs) == 0 || evs[0].Name != events.Submitted || evs[0].Principal != "alice" {
 		t.Fatalf("history %v (%v): the submission is not recorded as alice's", evs, err)
 	}

@@ -46,7 +46,7 @@ func renderCmd(e *env) *cobra.Command {
 			}
 			if err := errors.Join(bad...); err != nil {
 				fmt.Fprintln(e.stderr, err)
-				return exitCode(1)
+				return exitCode(exitInvalid)
 			}
 			return nil
 		},

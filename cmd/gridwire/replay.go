@@ -28,6 +28,9 @@ func replayCmd(e *env) *cobra.Command {
 			"--bucket " + watcher.JobsBucket + " --live '' rebuilds the live projection itself (stop the watchers first).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := requireLog(f); err != nil {
+				return err
+			}
 			sys, err := openSystem(cmd.Context(), e, f, true)
 			if err != nil {
 				return err

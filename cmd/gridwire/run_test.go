@@ -152,7 +152,7 @@ func TestNormalizeNeedsNoServer(t *testing.T) {
 	_ = os.WriteFile(bad, []byte(`{"version":3}`), 0o644)
 	_, errOut, err := runCLI(context.Background(), "normalize", bad)
 	var ec exitCode
-	if !errors.As(err, &ec) || ec != 1 || !strings.Contains(errOut, "bad.json:") {
-		t.Fatalf("normalize of an invalid file: %v, stderr %q; want exit 1 naming the file", err, errOut)
+	if !errors.As(err, &ec) || ec != exitInvalid || !strings.Contains(errOut, "bad.json:") {
+		t.Fatalf("normalize of an invalid file: %v, stderr %q; want exit 3 naming the file", err, errOut)
 	}
 }

@@ -55,7 +55,10 @@ func serve(ctx context.Context, e *env, f *busFlags, httpAddr string) error {
 		sys.readAPI.Auth, sys.readAPI.Logger = auth, sys.log.With("service", "api")
 		g.Go(func() error { return sys.readAPI.Run(gctx) })
 	}
-	srv := &http.Server{Handler: auth.Middleware(sys.routes()), ReadHeaderTimeout: 10 * time.Second}
+	// Requests see gctx: a shutdown ends the live streams (event streams, followed
+	// output) that would otherwise hold it up.
+	srv := &http.Server{Handler: auth.Middleware(sys.routes()), ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return gctx }}
 	g.Go(func() error {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			return err
@@ -66,7 +69,13 @@ func serve(ctx context.Context, e *env, f *busFlags, httpAddr string) error {
 		<-gctx.Done()
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(gctx), 5*time.Second)
 		defer cancel()
-		return srv.Shutdown(sctx)
+		if err := srv.Shutdown(sctx); err != nil {
+			// A client that connected and never sent a request holds Shutdown up for
+			// seconds; such a connection has nothing to lose.
+			sys.log.Warn("HTTP shutdown: closing the connections left", "err", err)
+			return srv.Close()
+		}
+		return nil
 	})
 	sys.log.Info("gridwire serving", "http", "http://"+ln.Addr().String(), "data", sys.data,
 		"nats", firstOf(sys.bus.ClientURL(), "in-process"), "clusters", len(sys.cfg.Clusters))
@@ -107,6 +116,7 @@ func (s *system) routes() http.Handler {
 	if s.ingest != nil {
 		stager.UploadAPI{JS: s.bus.JS}.Routes(mux)
 	}
+	mux.HandleFunc("GET /v1/version", serveVersion)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	return mux
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/url"
 	"text/tabwriter"
-	"time"
 
 	"github.com/gridwire/gridwire/events"
 	"github.com/spf13/cobra"
@@ -17,53 +16,86 @@ func statusCmd(e *env) *cobra.Command {
 	f := &clientFlags{}
 	cmd := &cobra.Command{
 		Use:   "status ID",
-		Short: "show a job's state, exit code, cluster and times",
-		Args:  cobra.ExactArgs(1),
+		Short: "show a job's state, exit code, reason, cluster and times",
+		Example: `  gridwire status 01JD3Z...
+  gridwire status --json 01JD3Z... | jq .exit_code`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeJobs(e, f),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v, err := f.client().job(cmd.Context(), args[0])
+			c, err := f.client(e)
+			if err != nil {
+				return err
+			}
+			v, err := c.job(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
 			if f.json {
 				return json.NewEncoder(e.stdout).Encode(v)
 			}
-			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "job\t%s\nstate\t%s\n", v.ID, v.Status)
-			if v.ExitCode != nil {
-				fmt.Fprintf(tw, "exit code\t%d\n", *v.ExitCode)
-			}
-			for _, kv := range [][2]string{{"reason", v.Reason}, {"cluster", v.Cluster}, {"native id", v.NativeID},
-				{"native state", v.NativeState}, {"submitter", v.Submitter}, {"submitted", stamp(v.SubmittedAt)},
-				{"started", stamp(v.StartedAt)}, {"ended", stamp(v.EndedAt)}} {
-				if kv[1] != "" {
-					fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
-				}
-			}
-			return tw.Flush()
+			return printStatus(e, v, newClock(f.utc))
 		},
 	}
 	f.register(cmd.Flags(), e)
 	return cmd
 }
 
+func printStatus(e *env, v jobView, clk clock) error {
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "job\t%s\n", v.ID)
+	if v.Name != "" {
+		fmt.Fprintf(tw, "name\t%s\n", v.Name)
+	}
+	fmt.Fprintf(tw, "state\t%s\n", v.Status)
+	if v.ExitCode != nil {
+		fmt.Fprintf(tw, "exit code\t%d\n", *v.ExitCode)
+	}
+	ran := ""
+	if !v.StartedAt.IsZero() && !v.EndedAt.IsZero() {
+		ran = span(v.EndedAt.Sub(v.StartedAt))
+	}
+	for _, kv := range [][2]string{{"reason", v.Reason}, {"cluster", v.Cluster}, {"native id", v.NativeID},
+		{"native state", v.NativeState}, {"parent", v.Parent}, {"submitter", v.Submitter},
+		{"submitted", clk.atAgo(v.SubmittedAt)}, {"started", clk.atAgo(v.StartedAt)}, {"ended", clk.atAgo(v.EndedAt)},
+		{"ran for", ran}} {
+		if kv[1] != "" {
+			fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if v.Status == string(events.StatusFailed) {
+		fmt.Fprintf(e.stdout, "\n`gridwire logs --stderr %s` shows what it printed on standard error\n", v.ID)
+	}
+	return nil
+}
+
 func historyCmd(e *env) *cobra.Command {
 	f := &clientFlags{}
 	cmd := &cobra.Command{
-		Use:   "history ID",
-		Short: "show every event of a job in order, with type, time and source",
-		Args:  cobra.ExactArgs(1),
+		Use:               "history ID",
+		Short:             "show every event of a job in order, with type, time and source",
+		Example:           "  gridwire history --utc 01JD3Z...",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeJobs(e, f),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			evs, err := f.client().history(cmd.Context(), args[0])
+			c, err := f.client(e)
+			if err != nil {
+				return err
+			}
+			evs, err := c.history(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
 			if f.json {
 				return json.NewEncoder(e.stdout).Encode(evs)
 			}
+			clk := newClock(f.utc)
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SEQ\tTIME\tTYPE\tSOURCE")
+			fmt.Fprintln(tw, "SEQ\tTIME\tEVENT\tSOURCE")
 			for _, ev := range evs {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", ev.Seq, stamp(ev.Time), ev.Name.Type(), ev.Source)
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", ev.Seq, clk.stamp(ev.Time), ev.Name.Type(), ev.Source)
 			}
 			return tw.Flush()
 		},
@@ -77,22 +109,34 @@ func watchCmd(e *env) *cobra.Command {
 	var after string
 	cmd := &cobra.Command{
 		Use:   "watch [ID]",
-		Short: "follow events live (of one job, from its start; else of all jobs, from now)",
-		Args:  cobra.MaximumNArgs(1),
+		Short: "follow events live (of one job, from its start, until it ends; else of all jobs, from now)",
+		Example: `  gridwire watch 01JD3Z...       # one job, until it ends
+  gridwire watch --json | jq .type`,
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeJobs(e, f),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.client(e)
+			if err != nil {
+				return err
+			}
 			q := url.Values{}
 			if len(args) == 1 {
+				// An unknown job would never send an event: say so rather than wait.
+				if _, err := c.job(cmd.Context(), args[0]); err != nil {
+					return err
+				}
 				q.Set("job", args[0])
 			}
 			if after != "" {
 				q.Set("after", after)
 			}
+			clk := newClock(f.utc)
 			enc := json.NewEncoder(e.stdout)
-			err := f.client().stream(cmd.Context(), q, func(ev events.Event) bool {
+			err = c.stream(cmd.Context(), q, func(ev events.Event) bool {
 				if f.json {
 					_ = enc.Encode(ev)
 				} else {
-					fmt.Fprintf(e.stdout, "%d %s %s %s %s\n", ev.Seq, stamp(ev.Time), ev.JobID, ev.Name, ev.Source)
+					fmt.Fprintf(e.stdout, "%d %s %s %s %s\n", ev.Seq, clk.stamp(ev.Time), ev.JobID, ev.Name, ev.Source)
 				}
 				return len(args) == 0 || !ev.Name.Terminal()
 			})
@@ -105,11 +149,4 @@ func watchCmd(e *env) *cobra.Command {
 	f.register(cmd.Flags(), e)
 	cmd.Flags().StringVar(&after, "after", "", "resume after this stream sequence")
 	return cmd
-}
-
-func stamp(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Format(time.RFC3339Nano)
 }

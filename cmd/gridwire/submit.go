@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/services/ingest"
@@ -23,54 +25,61 @@ import (
 
 func submitCmd(e *env) *cobra.Command {
 	f := &clientFlags{}
-	var wait bool
+	var wait, follow bool
 	var format string
 	cmd := &cobra.Command{
 		Use:   "submit FILE...",
 		Short: "submit job descriptions; prints the job IDs",
-		Args:  cobra.MinimumNArgs(1),
+		Long: "submit sends each file to the server, which accepts it whole or refuses it with every problem\n" +
+			"it found. Local input files a description names are uploaded with it. With several files, a\n" +
+			"refused one does not stop the others, and a summary says which were refused.",
+		Example: `  gridwire submit examples/hello.json
+  gridwire submit --wait job.xml           # exit 0 only if every job succeeded
+  gridwire submit --follow topology.xml    # every event of every job as it happens
+  gridwire submit *.json --json`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
-			return submit(cmd.Context(), e, f, files, format, wait)
+			return submit(cmd.Context(), e, f, files, format, wait || follow, follow)
 		},
 	}
 	f.register(cmd.Flags(), e)
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait for every job's terminal state; exit 0 only if all succeeded")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "like --wait, printing each job's events as they happen")
 	cmd.Flags().StringVar(&format, "format", "", "force the format (v3-json, v3-yaml, jrdl, dds)")
 	return cmd
 }
 
 type accepted struct {
-	Jobs   []string `json:"jobs"`
-	Parent string   `json:"parent,omitempty"`
+	File   string         `json:"file,omitempty"`
+	Jobs   []string       `json:"jobs"`
+	Parent string         `json:"parent,omitempty"`
+	Error  map[string]any `json:"error,omitempty"` // why the file was refused
 }
 
-func submit(ctx context.Context, e *env, f *clientFlags, files []string, format string, wait bool) error {
-	c := f.client()
+func submit(ctx context.Context, e *env, f *clientFlags, files []string, format string, wait, follow bool) error {
+	c, err := f.client(e)
+	if err != nil {
+		return err
+	}
 	var runnable []string
 	var all []accepted
+	var refused []error
 	for _, file := range files {
-		data, err := os.ReadFile(file)
+		acc, err := submitFile(ctx, e, c, file, format)
 		if err != nil {
-			return err
+			var ue *unreachableError
+			if len(files) == 1 || errors.As(err, &ue) || ctx.Err() != nil {
+				return err // nothing more can be submitted
+			}
+			refused = append(refused, err)
+			code, exit := classify(err)
+			all = append(all, accepted{File: file, Error: map[string]any{"code": code, "detail": err.Error(), "exit": exit}})
+			if !f.json {
+				report(e.stderr, err, false)
+			}
+			continue
 		}
-		q := url.Values{"file": {filepath.Base(file)}}
-		if format != "" {
-			q.Set("format", format)
-		}
-		body, ctype, err := withUploads(ctx, e, c, file, data, format)
-		if err != nil {
-			return fmt.Errorf("%s: %w", file, err)
-		}
-		if body != nil {
-			q.Set("format", ingest.FormatCanonical)
-			data = body
-		} else {
-			ctype = contentTypeOf(file)
-		}
-		var acc accepted
-		if err := c.do(ctx, http.MethodPost, "/v1/jobs?"+q.Encode(), bytes.NewReader(data), ctype, &acc); err != nil {
-			return fmt.Errorf("%s: %w", file, err)
-		}
+		acc.File = file
 		all = append(all, acc)
 		for _, id := range acc.Jobs {
 			if id != acc.Parent {
@@ -81,23 +90,98 @@ func submit(ctx context.Context, e *env, f *clientFlags, files []string, format 
 			}
 		}
 	}
-	if !wait {
+	if len(files) > 1 && !f.json {
+		summarise(e, files, all, refused)
+	}
+	if !wait || len(runnable) == 0 {
 		if f.json {
-			return json.NewEncoder(e.stdout).Encode(all)
+			if err := json.NewEncoder(e.stdout).Encode(all); err != nil {
+				return err
+			}
+		}
+		if len(refused) > 0 {
+			_, exit := classify(refused[0])
+			return exitCode(exit)
 		}
 		return nil
 	}
-	return waitAll(ctx, e, c, f.json, runnable)
+	if err := waitAll(ctx, e, c, f, runnable, follow); err != nil || len(refused) == 0 {
+		return err
+	}
+	_, exit := classify(refused[0])
+	return exitCode(exit)
 }
 
-// waitAll follows every job to its end and prints "ID STATE" (or JSON views).
-func waitAll(ctx context.Context, e *env, c *client, asJSON bool, ids []string) error {
+// submitFile submits one description: refused before anything is sent when it is over
+// the size a server accepts.
+func submitFile(ctx context.Context, e *env, c *client, file, format string) (accepted, error) {
+	var acc accepted
+	if fi, err := os.Stat(file); err != nil {
+		return acc, err
+	} else if fi.Size() > ingest.MaxDocumentBytes {
+		return acc, invalidErrorf("%s: %d bytes, over the limit of %d bytes for one description; nothing was sent",
+			file, fi.Size(), ingest.MaxDocumentBytes)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return acc, err
+	}
+	q := url.Values{"file": {filepath.Base(file)}}
+	if format != "" {
+		q.Set("format", format)
+	}
+	body, ctype, err := withUploads(ctx, e, c, file, data, format)
+	if err != nil {
+		return acc, fmt.Errorf("%s: %w", file, err)
+	}
+	if body != nil {
+		q.Set("format", ingest.FormatCanonical)
+		data = body
+	} else {
+		ctype = contentTypeOf(file)
+	}
+	if err := c.do(ctx, http.MethodPost, "/v1/jobs?"+q.Encode(), bytes.NewReader(data), ctype, &acc); err != nil {
+		return acc, fmt.Errorf("%s: %w", file, err)
+	}
+	return acc, nil
+}
+
+// summarise says how many of several files were accepted, and which were refused.
+func summarise(e *env, files []string, all []accepted, refused []error) {
+	jobs := 0
+	var names []string
+	for _, a := range all {
+		jobs += len(a.Jobs)
+		if a.Error != nil {
+			names = append(names, fmt.Sprintf("%s (%v)", a.File, a.Error["code"]))
+		}
+	}
+	fmt.Fprintf(e.stderr, "submitted %d of %d files (%d jobs)", len(files)-len(refused), len(files), jobs)
+	if len(names) > 0 {
+		fmt.Fprintf(e.stderr, "; refused: %s", strings.Join(names, ", "))
+	}
+	fmt.Fprintln(e.stderr)
+}
+
+// waitAll follows every job to its end and prints "ID STATE" (with the exit code and
+// the reason when it did not succeed), or JSON views; follow prints each event as it
+// comes.
+func waitAll(ctx context.Context, e *env, c *client, f *clientFlags, ids []string, follow bool) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(64)
 	ends := make([]jobView, len(ids))
+	clk := newClock(f.utc)
+	var mu sync.Mutex
 	for i, id := range ids {
 		g.Go(func() error {
-			err := c.stream(gctx, url.Values{"job": {id}}, func(ev events.Event) bool { return !ev.Name.Terminal() })
+			err := c.stream(gctx, url.Values{"job": {id}}, func(ev events.Event) bool {
+				if follow && !f.json {
+					mu.Lock()
+					fmt.Fprintf(e.stdout, "%s %s %s%s\n", clk.stamp(ev.Time), ev.JobID, ev.Name, eventNote(ev))
+					mu.Unlock()
+				}
+				return !ev.Name.Terminal()
+			})
 			if err != nil {
 				return fmt.Errorf("following %s: %w", id, err)
 			}
@@ -114,19 +198,49 @@ func waitAll(ctx context.Context, e *env, c *client, asJSON bool, ids []string) 
 		if v.Status != string(events.StatusSucceeded) {
 			failed++
 		}
-		if !asJSON {
-			fmt.Fprintf(e.stdout, "%s %s\n", v.ID, v.Status)
+		if !f.json {
+			fmt.Fprintln(e.stdout, outcome(v))
 		}
 	}
-	if asJSON {
+	if f.json {
 		if err := json.NewEncoder(e.stdout).Encode(ends); err != nil {
 			return err
 		}
 	}
 	if failed > 0 {
-		return exitCode(1)
+		return exitCode(exitFailed)
 	}
 	return nil
+}
+
+// outcome is a job's end in one line: "ID SUCCEEDED", or "ID FAILED exit 127: reason".
+func outcome(v jobView) string {
+	s := v.ID + " " + v.Status
+	if v.Status == string(events.StatusSucceeded) {
+		return s
+	}
+	if v.ExitCode != nil {
+		s += fmt.Sprintf(" exit %d", *v.ExitCode)
+	}
+	if v.Reason != "" {
+		s += ": " + v.Reason
+	}
+	return s
+}
+
+// eventNote is the reason or error an event carries, for one line of --follow.
+func eventNote(ev events.Event) string {
+	var n struct {
+		Reason string `json:"reason"`
+		Error  string `json:"error"`
+	}
+	if json.Unmarshal(ev.Data, &n) != nil {
+		return ""
+	}
+	if s := firstOf(n.Reason, n.Error); s != "" {
+		return ": " + s
+	}
+	return ""
 }
 
 // withUploads uploads the local input files a description names (relative to the

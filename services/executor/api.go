@@ -95,7 +95,7 @@ func (a ControlAPI) Request(ctx context.Context, jobID string, name events.Name,
 	case errors.As(err, &apiErr):
 		return st, err
 	case errors.Is(err, events.ErrNotFound):
-		return st, httpapi.Errorf(http.StatusNotFound, "not_found", "job %s: no such job", jobID)
+		return st, httpapi.Errorf(http.StatusNotFound, "no_such_job", "no job %s", jobID)
 	case err != nil:
 		return st, err
 	}

@@ -1,0 +1,330 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gridwire/gridwire/events"
+)
+
+// cli runs the binary as main does: the exit status, stdout and stderr.
+func cli(ctx context.Context, args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	status := runStatus(ctx, args, func(string) string { return "" }, &out, &errb)
+	return status, out.String(), errb.String()
+}
+
+func writeFile(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// The top-level help groups the verbs, shows examples and documents the exit statuses;
+// an unknown verb or a missing argument is a usage error, exit 2.
+func TestHelpIsGroupedAndUsageErrorsExit2(t *testing.T) {
+	status, out, _ := cli(context.Background(), "--help")
+	for _, want := range []string{"Submit and follow jobs:", "Operate on jobs:", "Offline tools (no server needed):",
+		"Run services:", "Examples:", "Exit status:", "6  the server could not be reached", "completion bash", ".gridwire/stdout"} {
+		if status != 0 || !strings.Contains(out, want) {
+			t.Errorf("gridwire --help (%d) lacks %q", status, want)
+		}
+	}
+	if strings.Index(out, "\n  submit ") > strings.Index(out, "\n  serve ") {
+		t.Errorf("client verbs should come before the daemons:\n%s", out)
+	}
+	for _, args := range [][]string{{"sumbit"}, {"status"}, {"status", "--no-such-flag", "x"}} {
+		status, _, errOut := cli(context.Background(), args...)
+		if status != exitUsage {
+			t.Errorf("gridwire %v: exit %d (%s), want %d", args, status, errOut, exitUsage)
+		}
+	}
+	if _, _, errOut := cli(context.Background(), "sumbit"); !strings.Contains(errOut, "did you mean submit") {
+		t.Errorf("a typo'd verb: %q, want a suggestion", errOut)
+	}
+}
+
+// Each kind of trouble has its own exit status and, with --json, a JSON error naming
+// its stable code; cancel and status agree on the code of an unknown job.
+func TestExitStatusesAndJSONErrors(t *testing.T) {
+	server := serveCLI(t)
+	ctx := context.Background()
+	unknown := "01M7YSXJYJGT92HYD6NERX8N0S"
+	for _, verb := range []string{"status", "cancel", "history", "watch"} {
+		status, _, errOut := cli(ctx, verb, "--json", "--server", server, unknown)
+		var body struct {
+			Error struct {
+				Code string `json:"code"`
+				Exit int    `json:"exit"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(errOut), &body); err != nil || status != exitNotFound || body.Error.Code != "no_such_job" || body.Error.Exit != exitNotFound {
+			t.Errorf("%s of an unknown job: exit %d, stderr %q (%v); want exit 4 and JSON no_such_job", verb, status, errOut, err)
+		}
+	}
+	dir := t.TempDir()
+	if status, _, errOut := cli(ctx, "submit", "--server", server, filepath.Join(dir, "missing.json")); status != exitInvalid || !strings.Contains(errOut, "missing.json") {
+		t.Errorf("submit of a missing file: exit %d %q, want 3 naming it", status, errOut)
+	}
+	typos := writeFile(t, dir, "typos.json", "{\"version\": 3,\n \"executable\": \"/bin/true\",\n \"argumnets\": [],\n \"enviroment\": {}}\n")
+	status, _, errOut := cli(ctx, "submit", "--server", server, typos)
+	if status != exitInvalid || !strings.Contains(errOut, "argumnets") || !strings.Contains(errOut, "enviroment") || !strings.Contains(errOut, "2 problems") {
+		t.Errorf("submit with two typos: exit %d\n%s\nwant exit 3 and both problems", status, errOut)
+	}
+	status, _, errOut = cli(ctx, "status", "--retries", "2", "--server", "127.0.0.1:1", unknown)
+	if status != exitUnreachable || !strings.Contains(errOut, "attempt 1 of 2, retrying") || !strings.Contains(errOut, "after 2 attempts") {
+		t.Errorf("status with the server down: exit %d\n%s\nwant 6 after two announced attempts", status, errOut)
+	}
+	status, _, errOut = cli(ctx, "watch", "--retries", "2", "--server", "127.0.0.1:1")
+	if status != exitUnreachable || !strings.Contains(errOut, "attempt 1 of 2") {
+		t.Errorf("watch with the server down: exit %d\n%s\nwant 6 after announced attempts", status, errOut)
+	}
+	if status, _, errOut := cli(ctx, "status", "--server", "ftp://x", unknown); status != exitUsage || !strings.Contains(errOut, "--server") {
+		t.Errorf("a bad --server: exit %d %q", status, errOut)
+	}
+}
+
+// --server takes host:port without a scheme; status prints local times with how long
+// ago, or UTC with --utc; a failed job's end says why, on submit --wait and in status.
+func TestServerWithoutSchemeTimesAndFailureReason(t *testing.T) {
+	server := serveCLI(t)
+	bare := strings.TrimPrefix(server, "http://")
+	ctx := context.Background()
+	dir := t.TempDir()
+	missing := writeFile(t, dir, "missing.json", `{"version":3,"executable":"/no/such/program"}`)
+	status, out, errOut := cli(ctx, "submit", "--wait", "--server", bare, missing)
+	if status != exitFailed || !strings.Contains(out, "FAILED exit 127: ") {
+		t.Fatalf("submit --wait of a missing program: exit %d %q %q; want FAILED with its exit code and reason", status, out, errOut)
+	}
+	id := strings.Fields(out)[0]
+	status, out, _ = cli(ctx, "status", "--server", bare, id)
+	if status != 0 || !strings.Contains(out, " ago)") || !strings.Contains(out, "gridwire logs --stderr "+id) || strings.Contains(out, "T") && strings.Contains(out, "Z\n") {
+		t.Errorf("status in local time:\n%s", out)
+	}
+	_, out, _ = cli(ctx, "status", "--utc", "--server", bare, id)
+	if !strings.Contains(out, "Z (") {
+		t.Errorf("status --utc:\n%s", out)
+	}
+	_, out, _ = cli(ctx, "history", "--server", bare, id)
+	if strings.Contains(out, "Z ") || !strings.Contains(out, "EVENT") {
+		t.Errorf("history in local time:\n%s", out)
+	}
+}
+
+// With several files, a refused one does not stop the others, and a summary names it.
+func TestSubmitManyFilesSummary(t *testing.T) {
+	server := serveCLI(t)
+	dir := t.TempDir()
+	good := writeFile(t, dir, "a.json", `{"version":3,"executable":"/bin/true"}`)
+	bad := writeFile(t, dir, "b.json", `{"version":3}`)
+	good2 := writeFile(t, dir, "c.json", `{"version":3,"executable":"/bin/true"}`)
+	status, out, errOut := cli(context.Background(), "submit", "--server", server, good, bad, good2)
+	if status != exitInvalid || len(strings.Fields(out)) != 2 || !strings.Contains(errOut, "submitted 2 of 3 files (2 jobs); refused: "+bad) {
+		t.Errorf("three files, one bad: exit %d\nstdout %q\nstderr %q", status, out, errOut)
+	}
+	status, out, _ = cli(context.Background(), "submit", "--json", "--server", server, good, bad)
+	var results []accepted
+	if err := json.Unmarshal([]byte(out), &results); err != nil || status != exitInvalid || len(results) != 2 ||
+		len(results[0].Jobs) != 1 || results[1].Error["code"] != "invalid_description" {
+		t.Errorf("--json of two files, one bad: exit %d %q (%v)", status, out, err)
+	}
+}
+
+// A description over the size a server accepts is refused before any byte is sent.
+func TestSubmitRefusesALargeDescriptionBeforeSending(t *testing.T) {
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { requests.Add(1) }))
+	defer srv.Close()
+	big := filepath.Join(t.TempDir(), "big.json")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(60 << 20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	status, _, errOut := cli(context.Background(), "submit", "--server", srv.URL, big)
+	if status != exitInvalid || !strings.Contains(errOut, "over the limit") || requests.Load() != 0 {
+		t.Errorf("a 60 MB description: exit %d %q, %d requests; want 3 and none sent", status, errOut, requests.Load())
+	}
+}
+
+// An offline verb finds no log where it looks: it fails, not "verified 0 jobs".
+func TestOfflineVerbsNeedTheirData(t *testing.T) {
+	empty := t.TempDir()
+	for _, args := range [][]string{{"audit", "verify", "--all"}, {"replay"}} {
+		status, out, errOut := cli(context.Background(), append(args, "--data", filepath.Join(empty, "nowhere"))...)
+		if status != exitNotFound || !strings.Contains(errOut, "no gridwire log in") || strings.Contains(out, "verified 0") {
+			t.Errorf("%v on a missing data directory: exit %d\n%s%s", args, status, out, errOut)
+		}
+		if _, err := os.Stat(filepath.Join(empty, "nowhere")); err == nil {
+			t.Errorf("%v created the data directory it did not find", args)
+		}
+	}
+}
+
+// list shows a table of jobs (ID, name, state, cluster, exit, age, reason), filters by
+// state, prints JSON, and --watch prints a job again when it changes.
+func TestListVerb(t *testing.T) {
+	server := serveCLI(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	ok := writeFile(t, dir, "ok.json", `{"version":3,"executable":"/bin/true"}`)
+	bad := writeFile(t, dir, "bad.json", `{"version":3,"executable":"/bin/false"}`)
+	_, out, _ := cli(ctx, "submit", "--wait", "--server", server, ok, bad)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("submit --wait printed %q", out)
+	}
+	okID, badID := strings.Fields(lines[0])[0], strings.Fields(lines[1])[0]
+	waitListed(t, server, okID, badID)
+	status, out, errOut := cli(ctx, "list", "--server", server)
+	for _, want := range []string{"ID", "NAME", "STATE", "CLUSTER", "EXIT", "AGE", "REASON", okID, badID, "SUCCEEDED", "FAILED", "local"} {
+		if status != 0 || !strings.Contains(out, want) {
+			t.Errorf("list (%d %s) lacks %q:\n%s", status, errOut, want, out)
+		}
+	}
+	_, out, _ = cli(ctx, "list", "--state", "failed", "--server", server)
+	if !strings.Contains(out, badID) || strings.Contains(out, okID) {
+		t.Errorf("list --state failed:\n%s", out)
+	}
+	_, out, _ = cli(ctx, "list", "--json", "--server", server)
+	var views []jobView
+	if err := json.Unmarshal([]byte(out), &views); err != nil || len(views) != 2 || views[0].ID != badID {
+		t.Errorf("list --json (newest first): %q %v", out, err)
+	}
+	if status, _, errOut := cli(ctx, "list", "--state", "bogus", "--server", server); status != exitUsage {
+		t.Errorf("list --state bogus: exit %d %q, want 2", status, errOut)
+	}
+
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mu sync.Mutex
+	var wout bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- runStatus(wctx, []string{"list", "--watch", "--server", server}, func(string) string { return "" }, lockedWriter{&mu, &wout}, &bytes.Buffer{})
+	}()
+	waitOutput(t, &mu, &wout, badID)
+	_, out, _ = cli(ctx, "submit", "--server", server, ok)
+	newID := strings.TrimSpace(out)
+	waitOutput(t, &mu, &wout, newID+"  ")
+	waitOutput(t, &mu, &wout, "SUCCEEDED", newID)
+	cancel()
+	if status := <-done; status != 0 {
+		t.Errorf("list --watch ended with %d", status)
+	}
+}
+
+// waitListed waits until the server's job table (a projection, a moment behind the
+// log) lists every one of ids.
+func waitListed(t *testing.T, server string, ids ...string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, out, _ := cli(context.Background(), "list", "--json", "--server", server)
+		var views []jobView
+		_ = json.Unmarshal([]byte(out), &views)
+		n := 0
+		for _, v := range views {
+			if slices.Contains(ids, v.ID) && events.Status(v.Status).Terminal() {
+				n++
+			}
+		}
+		if n == len(ids) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the job table lists %s, not every one of %v", out, ids)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// waitOutput waits until a line of the buffer holds every one of want.
+func waitOutput(t *testing.T, mu *sync.Mutex, b *bytes.Buffer, want ...string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		s := b.String()
+		mu.Unlock()
+		for _, line := range strings.Split(s, "\n") {
+			all := true
+			for _, w := range want {
+				all = all && strings.Contains(line, w)
+			}
+			if all {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no line with %q in:\n%s", want, s)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// version prints this program's version and the server's, which GET /v1/version serves.
+func TestVersionVerb(t *testing.T) {
+	server := serveCLI(t)
+	status, out, _ := cli(context.Background(), "version", "--server", server)
+	if status != 0 || !strings.Contains(out, "client  ") || !strings.Contains(out, "server  ") || strings.Contains(out, "not reached") {
+		t.Errorf("version: %d %q", status, out)
+	}
+	_, out, _ = cli(context.Background(), "version", "--json", "--server", server)
+	var v struct{ Client, Server versionInfo }
+	if err := json.Unmarshal([]byte(out), &v); err != nil || v.Server.Go == "" || v.Client.Go == "" {
+		t.Errorf("version --json: %q %v", out, err)
+	}
+	status, out, _ = cli(context.Background(), "version", "--server", "127.0.0.1:1")
+	if status != 0 || !strings.Contains(out, "server  not reached") {
+		t.Errorf("version with no server: %d %q", status, out)
+	}
+}
+
+// Shell completion completes job IDs from the server, newest first, with name and state.
+func TestCompletionOfJobIDs(t *testing.T) {
+	server := serveCLI(t)
+	dir := t.TempDir()
+	job := writeFile(t, dir, "named.json", `{"version":3,"executable":"/bin/true","description":"x"}`)
+	_, out, _ := cli(context.Background(), "submit", "--server", server, job)
+	id := strings.TrimSpace(out)
+	waitListed(t, server, id)
+	for _, verb := range []string{"status", "cancel", "watch"} {
+		status, out, _ := cli(context.Background(), "__complete", verb, "--server", server, id[:4])
+		if status != 0 || !strings.Contains(out, id+"\t") || !strings.Contains(out, ":4") {
+			t.Errorf("completion of %s %s: %d %q", verb, id[:4], status, out)
+		}
+	}
+	status, out, _ := cli(context.Background(), "completion", "bash")
+	if status != 0 || !strings.Contains(out, "__gridwire") {
+		t.Errorf("completion bash: %d", status)
+	}
+}
