@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
+	"strconv"
 	"time"
 	"unicode/utf8"
 )
@@ -196,19 +197,22 @@ func plainSource(s string) bool {
 	return true
 }
 
-// nameOfType is the known event name of a CloudEvents type, "" for any other.
+// nameOfType is the known event name of a CloudEvents type at its current version, ""
+// for any other (an older version goes to the slow path, which upcasts it).
 func nameOfType(typ []byte) Name {
 	mid, ok := bytes.CutPrefix(typ, []byte(TypePrefix))
 	if !ok {
 		return ""
 	}
-	if mid, ok = bytes.CutSuffix(mid, []byte(TypeSuffix)); !ok {
+	i := bytes.LastIndex(mid, []byte(".v"))
+	if i <= 0 {
 		return ""
 	}
-	if n := Name(mid); n.Known() {
-		return n
+	n := Name(mid[:i])
+	if !n.Known() || string(mid[i+2:]) != strconv.Itoa(n.Version()) {
+		return ""
 	}
-	return ""
+	return n
 }
 
 // parseSeq reads a decimal sequence without sign or leading zero; 0 when malformed.

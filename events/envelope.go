@@ -125,18 +125,29 @@ func (e Event) Encode() ([]byte, error) {
 }
 
 // decodeSDK parses a structured-mode CloudEvent with the CloudEvents SDK: the slow path of
-// Decode, for every valid spelling the fast path leaves to it. Hash is left empty.
+// Decode, for every valid spelling the fast path leaves to it, and for every older schema
+// version, which it upcasts (see Upcasters). Hash is left empty.
 func decodeSDK(body []byte) (Event, error) {
+	e, version, err := decodeVersioned(body)
+	if err != nil {
+		return Event{}, err
+	}
+	return builtinUpcasters.Upcast(e, version)
+}
+
+// decodeVersioned parses a structured-mode CloudEvent of any schema version with the
+// SDK and returns the version its type names, without upcasting. Hash is left empty.
+func decodeVersioned(body []byte) (Event, int, error) {
 	var c ce.Event
 	if err := json.Unmarshal(body, &c); err != nil {
-		return Event{}, fmt.Errorf("%w: %v", ErrBadEvent, err)
+		return Event{}, 0, fmt.Errorf("%w: %v", ErrBadEvent, err)
 	}
 	if err := c.Validate(); err != nil {
-		return Event{}, fmt.Errorf("%w: %v", ErrBadEvent, err)
+		return Event{}, 0, fmt.Errorf("%w: %v", ErrBadEvent, err)
 	}
-	name := NameOfType(c.Type())
-	if name == "" {
-		return Event{}, fmt.Errorf("%w: type %q", ErrUnknownEvent, c.Type())
+	name, version, ok := ParseType(c.Type())
+	if !ok {
+		return Event{}, 0, fmt.Errorf("%w: type %q", ErrUnknownEvent, c.Type())
 	}
 	e := Event{
 		ID: c.ID(), Name: name, JobID: c.Subject(), Source: c.Source(), Time: c.Time(),
@@ -147,11 +158,11 @@ func decodeSDK(body []byte) (Event, error) {
 	if ps, ok := stringExt(c, ExtPrevSeq); ok {
 		n, err := strconv.ParseUint(ps, 10, 64)
 		if err != nil {
-			return Event{}, fmt.Errorf("%w: %s %q", ErrBadEvent, ExtPrevSeq, ps)
+			return Event{}, 0, fmt.Errorf("%w: %s %q", ErrBadEvent, ExtPrevSeq, ps)
 		}
 		e.PrevSeq = n
 	}
-	return e, nil
+	return e, version, nil
 }
 
 func stringExt(c ce.Event, name string) (string, bool) {

@@ -1,11 +1,12 @@
 package events
 
-import "strings"
+import "strconv"
 
 // Name is an event's short name, the third token of its subject.
 type Name string
 
-// The events of a job's life. Each name's CloudEvents type is dev.gridwire.job.<name>.v1.
+// The events of a job's life. Each name's CloudEvents type is dev.gridwire.job.<name>.v<N>, N its
+// Version (1 for every event today).
 const (
 	Submitted       Name = "submitted"        // ingest: a canonical job was accepted
 	Incarnated      Name = "incarnated"       // incarnator: cluster chosen, scripts rendered
@@ -29,11 +30,8 @@ const (
 	ActionFailed    Name = "action_failed"    // executor: ABORT/HOLD/RESUME did not work
 )
 
-// TypePrefix and TypeSuffix frame a Name into a CloudEvents type.
-const (
-	TypePrefix = "dev.gridwire.job."
-	TypeSuffix = ".v1"
-)
+// TypePrefix begins every gridwire CloudEvents type: TypePrefix + name + ".v" + version.
+const TypePrefix = "dev.gridwire.job."
 
 // Names lists every known event name.
 var names = []Name{Submitted, Incarnated, StagingIn, Transfer, Queued, Started, StatusChanged,
@@ -43,8 +41,8 @@ var names = []Name{Submitted, Incarnated, StagingIn, Transfer, Queued, Started, 
 // Names returns every known event name, in life order.
 func Names() []Name { return append([]Name(nil), names...) }
 
-// Type is the CloudEvents type of the name.
-func (n Name) Type() string { return TypePrefix + string(n) + TypeSuffix }
+// Type is the CloudEvents type of the name at the version this build writes.
+func (n Name) Type() string { return TypePrefix + string(n) + ".v" + strconv.Itoa(n.Version()) }
 
 // Known reports whether n is an event gridwire defines.
 func (n Name) Known() bool {
@@ -56,17 +54,11 @@ func (n Name) Known() bool {
 	return false
 }
 
-// NameOfType turns a CloudEvents type back into a Name, "" if it is not gridwire's.
+// NameOfType turns a CloudEvents type back into a Name, "" if it is not gridwire's (of
+// any version: see ParseType).
 func NameOfType(t string) Name {
-	rest, ok := strings.CutPrefix(t, TypePrefix)
-	if !ok {
-		return ""
-	}
-	name, ok := strings.CutSuffix(rest, TypeSuffix)
-	if !ok || name == "" {
-		return ""
-	}
-	return Name(name)
+	n, _, _ := ParseType(t)
+	return n
 }
 
 // Terminal reports whether the event ends the job.
