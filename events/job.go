@@ -122,33 +122,6 @@ type FileCopy struct {
 	When string `json:"when,omitempty"`
 }
 
-// Requirements constrain where a job may run. Empty means anywhere.
-type Requirements struct {
-	Hosts             []string             `json:"hosts,omitempty"`
-	LRMS              string               `json:"lrms,omitempty"`
-	Fork              *bool                `json:"fork,omitempty"`
-	Queue             string               `json:"queue,omitempty"`
-	OSName            string               `json:"os_name,omitempty"` // may hold * and ?
-	OSRelease         string               `json:"os_release,omitempty"`
-	OSVersion         string               `json:"os_version,omitempty"`
-	Platform          string               `json:"platform,omitempty"`
-	CPUInstructionSet string               `json:"cpu_instruction_set,omitempty"`
-	SMPSize           int64                `json:"smp_size,omitempty"`     // lower bound
-	RAMSize           int64                `json:"ram_size,omitempty"`     // megabytes, lower bound
-	VirtualSize       int64                `json:"virtual_size,omitempty"` // megabytes, lower bound
-	CPUHz             int64                `json:"cpu_hz,omitempty"`       // hertz, lower bound
-	Software          []SoftwareConstraint `json:"software,omitempty"`
-	// Resources holds further numeric or textual resource attributes (JRDL's), by name.
-	Resources map[string]string `json:"resources,omitempty"`
-}
-
-// SoftwareConstraint is "name" or "name OP version".
-type SoftwareConstraint struct {
-	Name    string `json:"name"`
-	Op      string `json:"op,omitempty"` // <, <=, ==, >, >=
-	Version string `json:"version,omitempty"`
-}
-
 // Application names a profile Application entry.
 type Application struct {
 	Name    string `json:"name"`
@@ -176,10 +149,13 @@ type DDSContext struct {
 	Exe          string `json:"exe,omitempty"`
 	ExeReachable bool   `json:"exe_reachable,omitempty"` // false: deliver the executable to the worker
 	// EnvScript is run before Exe (the env element), with the same reachability rule.
-	EnvScript    string            `json:"env_script,omitempty"`
-	EnvReachable bool              `json:"env_reachable,omitempty"`
-	Properties   []DDSProperty     `json:"properties,omitempty"`
-	Requirements []DDSRequirement  `json:"requirements,omitempty"` // collection's override the task's
+	EnvScript    string        `json:"env_script,omitempty"`
+	EnvReachable bool          `json:"env_reachable,omitempty"`
+	Properties   []DDSProperty `json:"properties,omitempty"`
+	// Requirements are the task's as DDS declares them (a collection's override the
+	// task's), for the task's own context; placement reads Job.Requirements, where ingest
+	// put what they ask in the gateway's terms.
+	Requirements []DDSRequirement  `json:"requirements,omitempty"`
 	Triggers     []DDSTrigger      `json:"triggers,omitempty"`
 	Assets       []DDSAsset        `json:"assets,omitempty"`
 	Vars         map[string]string `json:"vars,omitempty"`

@@ -30,7 +30,7 @@ func TestRenderVerb(t *testing.T) {
 	os.WriteFile(job, []byte(`{"version":3,"executable":"x","requirements":{"queue":"gpu"}}`), 0o600)
 	err := run(context.Background(), []string{"render", "--config", cfg, job}, getenv, &out, &errOut)
 	var ec exitCode
-	if !errors.As(err, &ec) || !strings.Contains(out.String(), "hpc: queue: the job asks for queue gpu, the cluster has batch, debug") {
+	if !errors.As(err, &ec) || !strings.Contains(out.String(), "hpc: requirements.queue (line 1): the job asks for queue gpu, the cluster has batch, debug") {
 		t.Errorf("no match: %v\n%s", err, out.String())
 	}
 }

@@ -21,8 +21,7 @@ func BenchmarkPlan(b *testing.B) {
 		{"fork", []cluster.Cluster{forkCluster("/w")}, benchJob()},
 		{"slurm", matchClusters(), func() events.Job {
 			j := benchJob()
-			j.Original.Format = "v3-json"
-			j.Requirements = events.Requirements{OSName: "Lin*", Software: []events.SoftwareConstraint{{Name: "abinit", Op: ">", Version: "6"}}}
+			j.Requirements = events.Requirements{LRMSDefault: events.LRMSBatch, OSName: "Lin*", Software: []events.SoftwareConstraint{{Name: "abinit", Op: ">", Version: "6"}}}
 			return j
 		}()},
 	} {

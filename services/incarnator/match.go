@@ -2,8 +2,8 @@ package incarnator
 
 import (
 	"fmt"
-	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -12,7 +12,9 @@ import (
 )
 
 // exclusions returns every requirement of the job the target does not meet, each as a
-// short reason naming the requirement; none means the target can run the job.
+// short reason naming the requirement where the description wrote it; none means the
+// target can run the job. It reads the canonical requirements alone: ingest has already
+// put every description language's terms, units and defaults into them.
 func (t *target) exclusions(job *events.Job) []string {
 	var why []string
 	add := func(s string) {
@@ -21,29 +23,37 @@ func (t *target) exclusions(job *events.Job) []string {
 		}
 	}
 	r := &job.Requirements
-	add(t.matchHosts(r.Hosts))
-	add(t.matchLRMS(job))
-	add(t.matchQueue(r.Queue))
+	for _, n := range r.Hosts {
+		add(matchNames(n, "host_names", "is a host of this cluster", t.hostNames()))
+	}
+	for _, n := range r.Targets {
+		add(matchNames(n, "target_names", "names this cluster", []string{t.cl.Name}))
+	}
+	for _, l := range r.LRMS {
+		add(t.matchLRMS(l))
+	}
+	add(t.matchLRMSDefault(r))
+	label := func(name string) string { return r.Origin(name).Label(name) }
+	add(t.matchQueue(label("queue"), r.Queue))
 	info := &t.cl.Info
-	add(matchGlob("os_name", r.OSName, info.OSName))
-	add(matchGlob("os_release", r.OSRelease, info.OSRelease))
-	add(matchGlob("os_version", r.OSVersion, info.OSVersion))
-	add(matchGlob("platform", r.Platform, info.Platform))
-	add(matchGlob("cpu_instruction_set", r.CPUInstructionSet, info.CPUInstructionSet))
-	add(atLeast("smp_size", r.SMPSize, info.SMPSize))
-	add(atLeast("ram_size", r.RAMSize, info.RAMSize))
-	add(atLeast("virtual_size", r.VirtualSize, info.VirtualSize))
-	add(atLeast("cpu_hz", r.CPUHz, info.CPUHz))
+	add(matchGlob(label("os_name"), "os_name", r.OSName, info.OSName))
+	add(matchGlob(label("os_release"), "os_release", r.OSRelease, info.OSRelease))
+	add(matchGlob(label("os_version"), "os_version", r.OSVersion, info.OSVersion))
+	add(matchGlob(label("platform"), "platform", r.Platform, info.Platform))
+	add(matchGlob(label("cpu_instruction_set"), "cpu_instruction_set", r.CPUInstructionSet, info.CPUInstructionSet))
+	add(atLeast(label("smp_size"), "smp_size", r.SMPSize, info.SMPSize))
+	add(t.matchProcessors(label("processors"), r.Processors))
+	add(atLeast(label("ram_size"), "ram_size", r.RAMSize, info.RAMSize))
+	add(atLeast(label("virtual_size"), "virtual_size", r.VirtualSize, info.VirtualSize))
+	add(atLeast(label("cpu_hz"), "cpu_hz", r.CPUHz, info.CPUHz))
 	for _, sc := range r.Software {
 		add(matchSoftware(sc, info.Software))
 	}
-	for _, k := range sortedNames(r.Resources) {
-		add(t.matchResource(k, r.Resources[k]))
+	for _, a := range r.Attributes {
+		add(t.matchAttribute(a))
 	}
-	if job.DDS != nil {
-		for _, dr := range job.DDS.Requirements {
-			add(t.matchDDS(dr))
-		}
+	for _, u := range r.Unsupported {
+		add(u.From.Label("requirement") + ": " + u.What)
 	}
 	add(t.matchApplication(job))
 	return why
@@ -70,58 +80,74 @@ func splitHost(h string) string {
 	return strings.Trim(h, "[]")
 }
 
-func (t *target) matchHosts(want []string) string {
-	if len(want) == 0 {
-		return ""
-	}
-	for _, w := range want {
-		for _, h := range t.hostNames() {
-			if globMatch(w, h) {
-				return ""
-			}
+// matchNames is met when one of the requirement's patterns matches one of names; what
+// says what a matching name is, for the message.
+func matchNames(n events.NameRequirement, fallback, what string, names []string) string {
+	var wanted, bad []string
+	for _, p := range n.AnyOf {
+		ok, err := matchPattern(p, names)
+		if ok {
+			return ""
+		}
+		wanted = append(wanted, p.Pattern)
+		if err != nil {
+			bad = append(bad, fmt.Sprintf("%q is not a valid pattern: %v", p.Pattern, err))
 		}
 	}
-	return fmt.Sprintf("hostname: none of %s is a host of this cluster (%s)", strings.Join(want, ", "), strings.Join(t.hostNames(), ", "))
+	msg := fmt.Sprintf("%s: none of %s %s (%s)", n.From.Label(fallback), strings.Join(wanted, ", "), what, strings.Join(names, ", "))
+	if len(bad) > 0 {
+		msg += "; " + strings.Join(bad, "; ")
+	}
+	return msg
 }
 
-func isFork(lrms string) bool { return strings.EqualFold(lrms, "fork") }
+// matchPattern reports whether the pattern matches one of names; a regular expression
+// that does not compile still matches a name equal to it.
+func matchPattern(p events.NamePattern, names []string) (bool, error) {
+	if p.Syntax != events.SyntaxRegexp {
+		return slices.ContainsFunc(names, func(n string) bool { return globMatch(p.Pattern, n) }), nil
+	}
+	re, err := regexp.Compile(`^(?:` + p.Pattern + `)$`)
+	for _, n := range names {
+		if strings.EqualFold(n, p.Pattern) || err == nil && re.MatchString(n) {
+			return true, nil
+		}
+	}
+	return false, err
+}
 
-// matchLRMS applies the LRMS requirement and the v3 fork rule: a Fork target is chosen
-// only when the job names Fork in lrms or sets fork: true. The rule belongs to the v3
-// task description; jobs from other languages are held to it only when they set fork
-// to false. It is a rule for choosing between LRMSs, so a gateway whose clusters are
-// all Fork (the default config's one "local" cluster) has nothing to choose and runs
-// v3 jobs there unless they set fork: false.
-func (t *target) matchLRMS(job *events.Job) string {
-	r := &job.Requirements
-	if r.LRMS != "" && !strings.EqualFold(r.LRMS, t.cl.LRMS) {
-		return fmt.Sprintf("lrms: the job asks for %s, the cluster runs %s", r.LRMS, t.cl.LRMS)
-	}
-	if !isFork(t.cl.LRMS) || isFork(r.LRMS) {
-		return ""
-	}
-	if r.Fork != nil && !*r.Fork {
-		return "fork: the job sets fork: false and this cluster's LRMS is Fork"
-	}
-	if r.Fork == nil && strings.HasPrefix(job.Original.Format, "v3") && !t.forkOnly {
-		return "fork: the LRMS is Fork, which a v3 job uses only when it names Fork in lrms or sets fork: true"
+func isFork(lrms string) bool { return strings.EqualFold(lrms, events.LRMSFork) }
+
+func (t *target) matchLRMS(l events.LRMSRule) string {
+	switch {
+	case l.Is != "" && !strings.EqualFold(l.Is, t.cl.LRMS):
+		return fmt.Sprintf("%s: the job asks for %s, the cluster runs %s", l.From.Label("lrms_rules"), l.Is, t.cl.LRMS)
+	case l.IsNot != "" && strings.EqualFold(l.IsNot, t.cl.LRMS):
+		return fmt.Sprintf("%s: the job refuses %s, which the cluster runs", l.From.Label("lrms_rules"), t.cl.LRMS)
 	}
 	return ""
 }
 
-func (t *target) matchQueue(q string) string {
-	if q == "" {
+// matchLRMSDefault applies the job's rule for an LRMS it did not name. LRMSBatch keeps
+// a job off Fork targets unless it names Fork; it is a rule for choosing between LRMSs,
+// so a gateway whose clusters are all Fork (the default config's one "local" cluster)
+// has nothing to choose and runs the job there.
+func (t *target) matchLRMSDefault(r *events.Requirements) string {
+	if r.LRMSDefault != events.LRMSBatch || !isFork(t.cl.LRMS) || r.Names(events.LRMSFork) || t.forkOnly {
 		return ""
 	}
-	for _, have := range t.cl.Queues {
-		if have == q {
-			return ""
-		}
+	return fmt.Sprintf("%s: the cluster's LRMS is Fork, which the job takes only when it names Fork or no other LRMS is configured",
+		r.Origin("lrms_default").Label("lrms_default"))
+}
+
+func (t *target) matchQueue(label, q string) string {
+	if q == "" || slices.Contains(t.cl.Queues, q) {
+		return ""
 	}
 	if len(t.cl.Queues) == 0 {
-		return fmt.Sprintf("queue: the job asks for queue %s, the cluster has no queues", q)
+		return fmt.Sprintf("%s: the job asks for queue %s, the cluster has no queues", label, q)
 	}
-	return fmt.Sprintf("queue: the job asks for queue %s, the cluster has %s", q, strings.Join(t.cl.Queues, ", "))
+	return fmt.Sprintf("%s: the job asks for queue %s, the cluster has %s", label, q, strings.Join(t.cl.Queues, ", "))
 }
 
 func (t *target) chooseQueue(q string) string {
@@ -134,17 +160,17 @@ func (t *target) chooseQueue(q string) string {
 	return ""
 }
 
-// matchGlob matches a requested pattern (with * and ?) against the target's value,
-// ignoring case.
-func matchGlob(name, want, have string) string {
+// matchGlob matches a requested pattern (with * and ?) against the target's value of
+// the system info attribute name, ignoring case.
+func matchGlob(label, name, want, have string) string {
 	if want == "" {
 		return ""
 	}
 	if have == "" {
-		return fmt.Sprintf("%s: the job asks for %s, the cluster does not report its %s", name, want, name)
+		return fmt.Sprintf("%s: the job asks for %s, the cluster does not report its %s", label, want, name)
 	}
 	if !globMatch(want, have) {
-		return fmt.Sprintf("%s: the job asks for %s, the cluster has %s", name, want, have)
+		return fmt.Sprintf("%s: the job asks for %s, the cluster has %s", label, want, have)
 	}
 	return ""
 }
@@ -176,15 +202,15 @@ func globMatch(pattern, s string) bool {
 	return pi == len(p)
 }
 
-func atLeast(name string, want, have int64) string {
+func atLeast(label, name string, want, have int64) string {
 	if want <= 0 {
 		return ""
 	}
 	if have <= 0 {
-		return fmt.Sprintf("%s: the job needs at least %d, the cluster does not report its %s", name, want, name)
+		return fmt.Sprintf("%s: the job needs at least %d, the cluster does not report its %s", label, want, name)
 	}
 	if have < want {
-		return fmt.Sprintf("%s: the job needs at least %d, the cluster has %d", name, want, have)
+		return fmt.Sprintf("%s: the job needs at least %d, the cluster has %d", label, want, have)
 	}
 	return ""
 }
@@ -200,14 +226,11 @@ func matchSoftware(sc events.SoftwareConstraint, installed []cluster.Software) s
 		}
 		versions = append(versions, s.Version)
 	}
-	want := sc.Name
-	if sc.Op != "" {
-		want += " " + sc.Op + " " + sc.Version
-	}
+	label := sc.From.Label("software")
 	if len(versions) == 0 {
-		return fmt.Sprintf("software: the job needs %s, which the cluster does not have", want)
+		return fmt.Sprintf("%s: the job needs %s, which the cluster does not have", label, sc)
 	}
-	return fmt.Sprintf("software: the job needs %s, the cluster has %s %s", want, sc.Name, strings.Join(versions, ", "))
+	return fmt.Sprintf("%s: the job needs %s, the cluster has %s %s", label, sc, sc.Name, strings.Join(versions, ", "))
 }
 
 func versionSatisfies(have, op, want string) bool {
@@ -301,24 +324,28 @@ func comparePiece(a, b string) int {
 	return strings.Compare(strings.ToLower(a), strings.ToLower(b))
 }
 
-// jrdlAttributes maps JRDL resource attribute names (lower case, no separators) onto
-// the names of cluster info attributes they are compared with.
-var jrdlAttributes = map[string]string{
-	"minramavailable":     "ram_available",
-	"minstorageavailable": "storage_available",
-	"minfreecpu":          "free_cpu",
-	"last1min":            "availability_1min",
-	"last5min":            "availability_5min",
-	"last15min":           "availability_15min",
-	"schedulingplugin":    "scheduling_plugin",
+// matchProcessors compares a processor count with the cluster's "cpus" attribute, or its
+// SMP size times its hosts; a batch cluster that reports neither is not excluded, since
+// its size is the LRMS's business.
+func (t *target) matchProcessors(label string, n int64) string {
+	if n <= 0 {
+		return ""
+	}
+	have := int64(0)
+	if v, ok := t.attribute("cpus"); ok {
+		have, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	} else if t.cl.Info.SMPSize > 0 {
+		have = t.cl.Info.SMPSize * int64(max(1, len(t.cl.Hosts)))
+	}
+	if have > 0 && have < n {
+		return fmt.Sprintf("%s: the job needs %d processors, the cluster has %d", label, n, have)
+	}
+	return ""
 }
 
-// normKey reduces an attribute name to lower-case letters and digits of its last path
-// element: "minMainMemory/minRAMSize", "min_ram_size" and "minRAMSize" are one name.
-func normKey(k string) string {
-	if i := strings.LastIndexAny(k, "/."); i >= 0 {
-		k = k[i+1:]
-	}
+// attrKey reduces an attribute name to lower-case letters and digits, so "ram_available",
+// "RAM-available" and "ramAvailable" in a config are one name.
+func attrKey(k string) string {
 	var b strings.Builder
 	for _, c := range strings.ToLower(k) {
 		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
@@ -328,164 +355,42 @@ func normKey(k string) string {
 	return b.String()
 }
 
-// matchResource matches one JRDL resource attribute.
-func (t *target) matchResource(key, val string) string {
-	info := &t.cl.Info
-	switch normKey(key) {
-	case "count":
-		return t.matchCount(key, val)
-	case "operatingsystem", "name", "osname":
-		return matchGlob(key, val, info.OSName)
-	case "clockspeed": // MHz
-		return atLeastText(key, val, info.CPUHz, 1e6, "MHz")
-	case "minramsize": // MB
-		return atLeastText(key, val, info.RAMSize, 1, "MB")
-	case "jobmanagertype":
-		if !strings.EqualFold(val, t.cl.LRMS) {
-			return fmt.Sprintf("%s: the job asks for %s, the cluster runs %s", key, val, t.cl.LRMS)
-		}
-		return ""
-	case "schedulingtype":
-		return t.matchSchedulingType(key, val)
-	case "resourcemanagercontact":
-		return t.matchContact(key, val)
-	}
-	name := jrdlAttributes[normKey(key)]
-	if name == "" {
-		name = key
-	}
-	return t.matchAttribute(key, name, val)
-}
-
-func atLeastText(key, val string, have int64, unit float64, unitName string) string {
-	n, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
-	if err != nil {
-		return fmt.Sprintf("%s: %q is not a number", key, val)
-	}
-	if have <= 0 {
-		return fmt.Sprintf("%s: the job needs at least %s %s, the cluster does not report it", key, val, unitName)
-	}
-	if float64(have) < n*unit {
-		return fmt.Sprintf("%s: the job needs at least %s %s, the cluster has %g", key, val, unitName, float64(have)/unit)
-	}
-	return ""
-}
-
-// matchCount compares a processor count with the cluster's "cpus" attribute, or its SMP
-// size times its hosts; a batch cluster that reports neither is not excluded, since its
-// size is the LRMS's business.
-func (t *target) matchCount(key, val string) string {
-	n, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64)
-	if err != nil {
-		return fmt.Sprintf("%s: %q is not an integer", key, val)
-	}
-	have := int64(0)
-	if v, ok := t.attribute("cpus"); ok {
-		have, _ = strconv.ParseInt(v, 10, 64)
-	} else if t.cl.Info.SMPSize > 0 {
-		have = t.cl.Info.SMPSize * int64(max(1, len(t.cl.Hosts)))
-	}
-	if have > 0 && have < n {
-		return fmt.Sprintf("%s: the job needs %d processors, the cluster has %d", key, n, have)
-	}
-	return ""
-}
-
-func (t *target) matchSchedulingType(key, val string) string {
-	switch strings.ToLower(val) {
-	case "fork":
-		if !isFork(t.cl.LRMS) {
-			return fmt.Sprintf("%s: the job asks for fork, the cluster runs %s", key, t.cl.LRMS)
-		}
-	case "scheduler":
-		if isFork(t.cl.LRMS) {
-			return fmt.Sprintf("%s: the job asks for a scheduler, the cluster runs Fork", key)
-		}
-	default:
-		return fmt.Sprintf("%s: %q is neither fork nor scheduler", key, val)
-	}
-	return ""
-}
-
-func (t *target) matchContact(key, val string) string {
-	host := val
-	if u, err := url.Parse(val); err == nil && u.Host != "" {
-		host = u.Hostname()
-	}
-	for _, h := range t.hostNames() {
-		if strings.EqualFold(h, host) {
-			return ""
-		}
-	}
-	return fmt.Sprintf("%s: %s is not a host of this cluster (%s)", key, host, strings.Join(t.hostNames(), ", "))
-}
-
 func (t *target) attribute(name string) (string, bool) {
-	want := normKey(name)
+	want := attrKey(name)
 	for k, v := range t.cl.Info.Attributes {
-		if normKey(k) == want {
+		if attrKey(k) == want {
 			return v, true
 		}
 	}
 	return "", false
 }
 
-// matchAttribute compares with a cluster info attribute: as a lower bound when both are
-// numbers, else as a wildcard pattern.
-func (t *target) matchAttribute(key, name, val string) string {
-	have, ok := t.attribute(name)
-	if !ok {
-		return fmt.Sprintf("%s: the job asks for %s, the cluster does not report %s", key, val, name)
+// matchAttribute compares with a cluster info attribute: as a lower bound, or as a
+// wildcard pattern.
+func (t *target) matchAttribute(a events.AttributeRequirement) string {
+	label := a.From.Label(a.Name)
+	have, ok := t.attribute(a.Name)
+	var least string
+	if a.AtLeast != nil {
+		least = strconv.FormatFloat(*a.AtLeast, 'f', -1, 64)
 	}
-	w, err1 := strconv.ParseFloat(strings.TrimSpace(val), 64)
-	h, err2 := strconv.ParseFloat(strings.TrimSpace(have), 64)
-	if err1 == nil && err2 == nil {
-		if h < w {
-			return fmt.Sprintf("%s: the job needs at least %s, the cluster has %s", key, val, have)
+	switch {
+	case !ok && a.AtLeast != nil:
+		return fmt.Sprintf("%s: the job needs at least %s, the cluster does not report %s", label, least, a.Name)
+	case !ok:
+		return fmt.Sprintf("%s: the job asks for %s, the cluster does not report %s", label, a.Pattern, a.Name)
+	case a.AtLeast != nil:
+		h, err := strconv.ParseFloat(strings.TrimSpace(have), 64)
+		if err != nil {
+			return fmt.Sprintf("%s: the job needs at least %s, the cluster's %s is %q, not a number", label, least, a.Name, have)
 		}
-		return ""
-	}
-	if !globMatch(val, have) {
-		return fmt.Sprintf("%s: the job asks for %s, the cluster has %s", key, val, have)
+		if h < *a.AtLeast {
+			return fmt.Sprintf("%s: the job needs at least %s, the cluster has %s", label, least, have)
+		}
+	case !globMatch(a.Pattern, have):
+		return fmt.Sprintf("%s: the job asks for %s, the cluster has %s", label, a.Pattern, have)
 	}
 	return ""
-}
-
-// matchDDS matches a DDS requirement: hostname against the cluster's hosts, wnname
-// against its name (the worker-node name of DDS's SSH plug-in), each value either the
-// full name or a regular expression for all of it. DDS's own example writes "+.gsi.de"
-// for "anything ending in .gsi.de"; a pattern that starts with a bare '+' is read as ".+".
-func (t *target) matchDDS(r events.DDSRequirement) string {
-	var names []string
-	switch strings.ToLower(r.Type) {
-	case "hostname":
-		names = t.hostNames()
-	case "wnname":
-		names = []string{t.cl.Name}
-	case "gpu", "gpus":
-		return t.matchAttribute("dds "+r.Type, "gpus", r.Value)
-	case "maxinstances", "maxinstancespernode":
-		return "" // how many run on one host is the executor's to enforce, not a match
-	default:
-		return fmt.Sprintf("dds requirement %s: type %q is not supported", r.Name, r.Type)
-	}
-	re, err := ddsPattern(r.Value)
-	for _, n := range names {
-		if strings.EqualFold(n, r.Value) || err == nil && re.MatchString(n) {
-			return ""
-		}
-	}
-	if err != nil {
-		return fmt.Sprintf("dds requirement %s: %s %q matches no name here and is not a valid pattern: %v", r.Name, r.Type, r.Value, err)
-	}
-	return fmt.Sprintf("dds requirement %s: %s %q matches none of %s", r.Name, r.Type, r.Value, strings.Join(names, ", "))
-}
-
-func ddsPattern(v string) (*regexp.Regexp, error) {
-	if strings.HasPrefix(v, "+") {
-		v = "." + v
-	}
-	return regexp.Compile(`^(?:` + v + `)$`)
 }
 
 func (t *target) matchApplication(job *events.Job) string {

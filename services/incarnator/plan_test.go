@@ -206,7 +206,7 @@ func TestCheckProfilesReportsWatcherFields(t *testing.T) {
 // -race to check it shares nothing mutable).
 func TestPlanConcurrently(t *testing.T) {
 	p := mustPlanner(t, testSet(t, nil), matchClusters()...)
-	want, err := p.Plan(events.Job{ID: "01SAME", Executable: "x", Requirements: events.Requirements{LRMS: "slurm"}, Count: 2})
+	want, err := p.Plan(events.Job{ID: "01SAME", Executable: "x", Requirements: events.Requirements{LRMS: []events.LRMSRule{{Is: "slurm"}}}, Count: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func TestPlanConcurrently(t *testing.T) {
 	for w := 0; w < 8; w++ {
 		go func() {
 			for i := 0; i < 50; i++ {
-				got, err := p.Plan(events.Job{ID: "01SAME", Executable: "x", Requirements: events.Requirements{LRMS: "slurm"}, Count: 2})
+				got, err := p.Plan(events.Job{ID: "01SAME", Executable: "x", Requirements: events.Requirements{LRMS: []events.LRMSRule{{Is: "slurm"}}}, Count: 2})
 				if err == nil && got.Scripts[events.ScriptStart].SHA256 != want.Scripts[events.ScriptStart].SHA256 {
 					err = errors.New("START differs between concurrent renders")
 				}

@@ -170,7 +170,7 @@ func TestSlurmProfile(t *testing.T) {
 	p := mustPlanner(t, testSet(t, nil), slurmCluster(root))
 	begin := time.Date(2030, 1, 2, 15, 4, 5, 0, time.FixedZone("CET", 3600))
 	job := events.Job{ID: "01SLURM", Name: "my job", Executable: "app", Count: 4, Duration: 90 * time.Second, StartTime: &begin,
-		Requirements: events.Requirements{Queue: "debug", LRMS: "slurm"}}
+		Requirements: events.Requirements{Queue: "debug", LRMS: []events.LRMSRule{{Is: "slurm"}}}}
 	inc, err := p.Plan(job)
 	if err != nil {
 		t.Fatal(err)

@@ -37,6 +37,7 @@ type topology struct {
 	properties   map[string]property
 	assets       map[string]events.DDSAsset
 	requirements map[string]events.DDSRequirement
+	reqFrom      map[string]events.Origin // where each requirement is declared
 	triggers     map[string]events.DDSTrigger
 	tasks        map[string]*task
 	collections  map[string]*collection
@@ -55,6 +56,7 @@ type task struct {
 	env          string
 	envReachable bool
 	requirements []events.DDSRequirement
+	placement    events.Requirements // requirements in the gateway's terms
 	properties   []events.DDSProperty
 	triggers     []events.DDSTrigger
 	assets       []events.DDSAsset
@@ -71,6 +73,7 @@ type entry struct {
 type collection struct {
 	name         string
 	requirements []events.DDSRequirement
+	placement    events.Requirements
 	entries      []entry // task entries in order, each counted
 	size         int     // task instances in one collection instance
 }

@@ -12,6 +12,7 @@ import (
 func (d *decoder) topology(root *xmltree.Element) *topology {
 	t := &topology{vars: map[string]string{}, properties: map[string]property{},
 		assets: map[string]events.DDSAsset{}, requirements: map[string]events.DDSRequirement{},
+		reqFrom:  map[string]events.Origin{},
 		triggers: map[string]events.DDSTrigger{}, tasks: map[string]*task{}, collections: map[string]*collection{}}
 	if root.Name != "topology" {
 		d.list.Addf(root.Line, root.Col, root.Name, "root element must be <topology>, not <%s>", root.Name)
@@ -214,6 +215,7 @@ func (d *decoder) requirement(el *xmltree.Element, path string, t *topology) {
 		return
 	}
 	t.requirements[name] = r
+	t.reqFrom[name] = events.Origin{Field: path, Line: el.Line, Col: el.Col}
 }
 
 func (d *decoder) trigger(el *xmltree.Element, path string, t *topology) {

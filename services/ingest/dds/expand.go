@@ -63,13 +63,14 @@ func (e *expander) task(tk *task, static, groupName string, c *collection, cpath
 		Exe: resolveTags(tk.exe, ti, ci), ExeReachable: tk.exeReachable,
 		EnvScript: tk.env, EnvReachable: tk.envReachable, Properties: tk.properties,
 		Requirements: tk.requirements, Triggers: tk.triggers, Assets: tk.assets}
+	placement := tk.placement
 	env := make([]events.EnvVar, 0, 7)
 	env = append(env, events.EnvVar{Name: "DDS_TASK_PATH", Value: taskPath},
 		events.EnvVar{Name: "DDS_GROUP_NAME", Value: groupName})
 	if c != nil {
 		ctx.CollectionName = c.name
 		if len(c.requirements) > 0 {
-			ctx.Requirements = c.requirements
+			ctx.Requirements, placement = c.requirements, c.placement
 		}
 		env = append(env, events.EnvVar{Name: "DDS_COLLECTION_NAME", Value: c.name})
 	}
@@ -84,7 +85,7 @@ func (e *expander) task(tk *task, static, groupName string, c *collection, cpath
 		args[i] = resolveTags(w, ti, ci)
 	}
 	e.jobs = append(e.jobs, events.Job{Name: taskPath, Executable: resolveTags(tk.words[0], ti, ci),
-		Arguments: args, Environment: env, DDS: ctx, Substitutions: sessionOnly,
+		Arguments: args, Environment: env, DDS: ctx, Substitutions: sessionOnly, Requirements: placement,
 		Original: events.Original{Path: taskPath}})
 }
 

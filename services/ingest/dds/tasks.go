@@ -79,6 +79,7 @@ func (d *decoder) task(el *xmltree.Element, path string, t *topology) {
 		d.list.Addf(el.Line, el.Col, path, "task %s is declared twice", name)
 		return
 	}
+	tk.placement = t.placement(tk.requirements)
 	t.tasks[name] = tk
 }
 
@@ -178,6 +179,7 @@ func (d *decoder) collection(el *xmltree.Element, path string, t *topology) {
 		d.list.Addf(el.Line, el.Col, path, "collection %s is declared twice", name)
 		return
 	}
+	col.placement = t.placement(col.requirements)
 	t.collections[name] = col
 }
 

@@ -49,7 +49,7 @@ func (d *decoder) attribute(el *xmltree.Element, job *events.Job, sc *scope, atJ
 	case "jobManagerType":
 		if v, ok := d.enumeration(el, path, "fork", "pbs"); ok {
 			coalloc(job).JobManager = v
-			job.Requirements.LRMS = v
+			setRule(&job.Requirements, events.LRMSRule{Is: v, From: origin(el, path)})
 		}
 	case "count":
 		if n, ok := d.integer(el, path); ok {

@@ -9,9 +9,12 @@
 package jrdl
 
 import (
-	"github.com/gridwire/gridwire/pkg/shellquote"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gridwire/gridwire/pkg/shellquote"
 
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/services/ingest/internal/diag"
@@ -164,14 +167,6 @@ func copyDefs(m map[string]definition) map[string]definition {
 	return out
 }
 
-func copyStrings(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
 func copySet(m map[string]bool) map[string]bool {
 	out := make(map[string]bool, len(m))
 	for k, v := range m {
@@ -182,11 +177,10 @@ func copySet(m map[string]bool) map[string]bool {
 
 // clone copies a job deeply enough that a subjob's attributes never change its job's.
 func clone(j events.Job) events.Job {
-	r := j.Requirements
-	if r.Resources != nil {
-		r.Resources = copyStrings(r.Resources)
-	}
-	j.Requirements = r
+	r := &j.Requirements
+	r.Hosts, r.Targets, r.LRMS = slices.Clone(r.Hosts), slices.Clone(r.Targets), slices.Clone(r.LRMS)
+	r.Software, r.Attributes, r.Unsupported = slices.Clone(r.Software), slices.Clone(r.Attributes), slices.Clone(r.Unsupported)
+	r.Origins = maps.Clone(r.Origins)
 	if j.Coallocation != nil {
 		c := *j.Coallocation
 		j.Coallocation = &c

@@ -1,13 +1,17 @@
 package jrdl
 
 import (
-	"strconv"
+	"path"
 
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/services/ingest/internal/xmltree"
 )
 
-// resource reads the resource attributes (user preferences for selection).
+// resource reads the resource attributes (user preferences for selection) into the
+// gateway's terms: clockSpeed in MHz becomes cpu_hz in hertz, minRAMSize (MB) ram_size,
+// the availability attributes lower bounds on the target's system info attributes by
+// their gateway names (ram_available, storage_available, availability_1min, ...), and
+// schedulingType a rule on the target's LRMS (fork: Fork; scheduler: anything else).
 func (d *decoder) resource(el *xmltree.Element, job *events.Job, sc *scope) {
 	d.plainAttrs(el, sc.path)
 	d.noText(el, sc.path)
@@ -25,23 +29,25 @@ func (d *decoder) resource(el *xmltree.Element, job *events.Job, sc *scope) {
 			if name, ok := d.only(c, path, "name"); ok {
 				if s, ok := d.only(name, path+"/name", "string"); ok {
 					r.OSName, _ = d.nonEmptyScalar(s, sc.sub(c.Name+"/name/string"), "stringElement")
+					r.SetOrigin("os_name", origin(c, path))
 				}
 			}
 		case "processor":
 			if speed, ok := d.only(c, path, "clockSpeed"); ok {
 				if mhz, ok := d.integer(speed, path+"/clockSpeed"); ok {
 					r.CPUHz = mhz * 1_000_000
+					r.SetOrigin("cpu_hz", origin(speed, path+"/clockSpeed"))
 				}
 			}
 		case "minMainMemory":
-			d.resourceGroup(c, path, job, map[string]string{"minRAMAvailable": "minRAMAvailable", "minRAMSize": ""})
+			d.resourceGroup(c, path, job, map[string]string{"minRAMAvailable": "ram_available", "minRAMSize": ""})
 		case "minStorage":
-			d.resourceGroup(c, path, job, map[string]string{"minStorageAvailable": "minStorageAvailable"})
+			d.resourceGroup(c, path, job, map[string]string{"minStorageAvailable": "storage_available"})
 		case "processorLoad":
-			d.resourceGroup(c, path, job, map[string]string{"last15Min": "last15Min", "last5Min": "last5Min", "last1Min": "last1Min"})
+			d.resourceGroup(c, path, job, map[string]string{"last15Min": "availability_15min", "last5Min": "availability_5min", "last1Min": "availability_1min"})
 		case "minFreeCPU":
 			if n, ok := d.integer(c, path); ok {
-				setResource(r, "minFreeCPU", strconv.FormatInt(n, 10))
+				atLeast(r, "free_cpu", n, origin(c, path))
 			}
 		case "schedulingType", "schedulingPlugin":
 			d.resourceString(c, job, sc.sub(c.Name))
@@ -52,7 +58,7 @@ func (d *decoder) resource(el *xmltree.Element, job *events.Job, sc *scope) {
 }
 
 // resourceGroup reads a container of integer attributes; keys maps each allowed child
-// to its Resources name ("" for minRAMSize, which is Requirements.RAMSize).
+// to the system info attribute it bounds ("" for minRAMSize, which is ram_size).
 func (d *decoder) resourceGroup(el *xmltree.Element, path string, job *events.Job, keys map[string]string) {
 	d.plainAttrs(el, path)
 	d.noText(el, path)
@@ -69,11 +75,13 @@ func (d *decoder) resourceGroup(el *xmltree.Element, path string, job *events.Jo
 		if !ok {
 			continue
 		}
+		from := origin(c, path+"/"+c.Name)
 		if c.Name == "minRAMSize" {
 			job.Requirements.RAMSize = n
+			job.Requirements.SetOrigin("ram_size", from)
 			continue
 		}
-		setResource(&job.Requirements, key, strconv.FormatInt(n, 10))
+		atLeast(&job.Requirements, key, n, from)
 	}
 }
 
@@ -86,16 +94,49 @@ func (d *decoder) resourceString(el *xmltree.Element, job *events.Job, sc *scope
 	if !ok {
 		return
 	}
-	if el.Name == "schedulingType" && v != "fork" && v != "scheduler" {
+	r, from := &job.Requirements, origin(el, sc.path)
+	switch {
+	case el.Name == "schedulingPlugin":
+		setAttribute(r, events.AttributeRequirement{Name: "scheduling_plugin", Pattern: v, From: from})
+	case v == "fork":
+		setRule(r, events.LRMSRule{Is: events.LRMSFork, From: from})
+	case v == "scheduler":
+		setRule(r, events.LRMSRule{IsNot: events.LRMSFork, From: from})
+	default:
 		d.list.Addf(s.Line, s.Col, sc.path+"/string", "%q is neither fork nor scheduler", v)
-		return
 	}
-	setResource(&job.Requirements, el.Name, v)
 }
 
-func setResource(r *events.Requirements, key, value string) {
-	if r.Resources == nil {
-		r.Resources = map[string]string{}
+// origin places a requirement at its element.
+func origin(el *xmltree.Element, path string) events.Origin {
+	return events.Origin{Field: path, Line: el.Line, Col: el.Col}
+}
+
+func atLeast(r *events.Requirements, name string, n int64, from events.Origin) {
+	f := float64(n)
+	setAttribute(r, events.AttributeRequirement{Name: name, AtLeast: &f, From: from})
+}
+
+// setAttribute adds a bound on an attribute, replacing the one already there (a
+// subjob's resource overrides its job's).
+func setAttribute(r *events.Requirements, a events.AttributeRequirement) {
+	for i := range r.Attributes {
+		if r.Attributes[i].Name == a.Name {
+			r.Attributes[i] = a
+			return
+		}
 	}
-	r.Resources[key] = value
+	r.Attributes = append(r.Attributes, a)
+}
+
+// setRule adds a rule on the LRMS, replacing one the same attribute set before (a
+// subjob's jobManagerType or schedulingType overrides its job's).
+func setRule(r *events.Requirements, l events.LRMSRule) {
+	for i := range r.LRMS {
+		if path.Base(r.LRMS[i].From.Field) == path.Base(l.From.Field) {
+			r.LRMS[i] = l
+			return
+		}
+	}
+	r.LRMS = append(r.LRMS, l)
 }

@@ -34,6 +34,7 @@ func Decode(root *tree.Node) (events.Job, []diag.Problem) {
 	if !d.list.Empty() {
 		return events.Job{}, d.list.Problems
 	}
+	d.lrmsDefault(&job.Requirements)
 	d.stage(&job)
 	if !d.list.Empty() {
 		return events.Job{}, d.list.Problems
@@ -50,6 +51,8 @@ type decoder struct {
 	base                        *tree.Node
 	attempts                    int
 	haveVersion, haveExecutable bool
+	fork                        *bool // requirements.fork, nil when not given
+	forkFrom                    events.Origin
 }
 
 // known are the attributes of the description, as a set.

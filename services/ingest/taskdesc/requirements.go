@@ -1,12 +1,18 @@
 package taskdesc
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/services/ingest/internal/tree"
 )
 
+// requirements reads the requirements object into the gateway's terms: hostname is one
+// host requirement any of whose globs will do, lrms a rule the target's LRMS must meet,
+// and the numeric bounds keep the spec's units (megabytes, hertz), which are the
+// gateway's. Every requirement records its field and position. The fork flag is read
+// here and applied by lrmsDefault once the whole description is read.
 func (d *decoder) requirements(v *tree.Node) events.Requirements {
 	var r events.Requirements
 	if !d.want(v, tree.Object, "requirements") {
@@ -14,12 +20,14 @@ func (d *decoder) requirements(v *tree.Node) events.Requirements {
 	}
 	for _, f := range v.Fields {
 		field := "requirements." + keyName(f.Key)
+		from := events.Origin{Field: field, Line: f.Value.Line, Col: f.Value.Col}
 		if f.Value.Kind == tree.Null && (stringRequirement(&r, f.Key) != nil || numericRequirement(&r, f.Key) != nil ||
-			f.Key == "hostname" || f.Key == "fork" || f.Key == "software") {
+			f.Key == "hostname" || f.Key == "fork" || f.Key == "software" || f.Key == "lrms") {
 			continue // not given
 		}
 		if p := stringRequirement(&r, f.Key); p != nil {
 			*p, _ = d.nonEmpty(f.Value, field)
+			r.SetOrigin(f.Key, from)
 			continue
 		}
 		if p := numericRequirement(&r, f.Key); p != nil {
@@ -28,15 +36,26 @@ func (d *decoder) requirements(v *tree.Node) events.Requirements {
 					d.list.Add(f.Value.Line, f.Value.Col, field, "must not be negative")
 				}
 				*p = n
+				r.SetOrigin(f.Key, from)
 			}
 			continue
 		}
 		switch f.Key {
+		case "lrms":
+			if s, ok := d.nonEmpty(f.Value, field); ok {
+				r.LRMS = []events.LRMSRule{{Is: s, From: from}}
+			}
 		case "hostname":
-			r.Hosts = d.strList(f.Value, field)
+			if hosts := d.strList(f.Value, field); len(hosts) > 0 {
+				n := events.NameRequirement{From: from}
+				for _, h := range hosts {
+					n.AnyOf = append(n.AnyOf, events.NamePattern{Pattern: h})
+				}
+				r.Hosts = []events.NameRequirement{n}
+			}
 		case "fork":
 			if b, ok := d.boolean(f.Value, field); ok {
-				r.Fork = &b
+				d.fork, d.forkFrom = &b, from
 			}
 		case "software":
 			if s, ok := d.str(f.Value, field); ok {
@@ -49,10 +68,23 @@ func (d *decoder) requirements(v *tree.Node) events.Requirements {
 	return r
 }
 
+// lrmsDefault applies the spec's fork rule: Fork is chosen only when lrms names it or
+// fork is true. A named lrms decides alone; fork: false refuses Fork; fork left out makes
+// the job prefer a batch system (LRMSBatch), which lets a gateway with only Fork
+// targets still run it.
+func (d *decoder) lrmsDefault(r *events.Requirements) {
+	switch {
+	case len(r.LRMS) > 0:
+	case d.fork == nil:
+		r.LRMSDefault = events.LRMSBatch
+		r.SetOrigin("lrms_default", events.Origin{Field: "requirements.fork (not set)"})
+	case !*d.fork:
+		r.LRMS = []events.LRMSRule{{IsNot: events.LRMSFork, From: d.forkFrom}}
+	}
+}
+
 func stringRequirement(r *events.Requirements, key string) *string {
 	switch key {
-	case "lrms":
-		return &r.LRMS
 	case "queue":
 		return &r.Queue
 	case "os_name":
@@ -89,6 +121,7 @@ func (d *decoder) software(s string, v *tree.Node, field string) []events.Softwa
 	for i, item := range strings.Split(s, ",") {
 		item = strings.TrimSpace(item)
 		c, ok := parseConstraint(item)
+		c.From = events.Origin{Field: fmt.Sprintf("%s item %d", field, i+1), Line: v.Line, Col: v.Col}
 		if !ok {
 			d.list.Addf(v.Line, v.Col, field, "item %d %q is not \"name\" or \"name OP version\" with OP one of <, <=, ==, >, >=", i+1, item)
 			continue
