@@ -17,6 +17,11 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, httpapi.Errorf(http.StatusMethodNotAllowed, "method_not_allowed", "use POST"))
 		return
 	}
+	if r.ContentLength > s.maxBody() { // refused before a byte of it is read
+		httpapi.WriteError(w, httpapi.Errorf(http.StatusRequestEntityTooLarge, "document_too_large",
+			"the document is %d bytes, over the limit of %d for one document", r.ContentLength, s.maxBody()))
+		return
+	}
 	data, err := io.ReadAll(io.LimitReader(r.Body, s.maxBody()+1))
 	if err != nil {
 		httpapi.WriteError(w, httpapi.Errorf(http.StatusBadRequest, "unreadable_body", "%v", err))
@@ -29,6 +34,9 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	acc, err := s.Submit(r.Context(), Submission{File: file, Data: data, ContentType: r.Header.Get("Content-Type"),
 		Format: r.URL.Query().Get("format"), Submitter: httpapi.PrincipalFrom(r.Context())})
 	status, body := responseFor(acc, err)
+	if err == nil && len(acc.Jobs) > 0 {
+		w.Header().Set("Location", "/v1/jobs/"+firstOf(acc.Parent, acc.Jobs[0])) // the group, else the job
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
@@ -54,4 +62,11 @@ func responseFor(acc Accepted, err error) (int, []byte) {
 	}
 	b, _ := json.Marshal(map[string]*httpapi.Error{"error": apiErr})
 	return apiErr.Status, b
+}
+
+func firstOf(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
