@@ -19,10 +19,8 @@ type probeSettings struct {
 // cluster (the watcher makes those itself); the returned func closes their connections.
 func (s *system) probers(clusters []cluster.Cluster, lookup func(context.Context, string) (events.State, error), log *slog.Logger) (map[string]watcher.Prober, func(), error) {
 	var settings probeSettings // 0: the watcher's default for each cluster's kind
-	if !s.cfg.Watcher.IsZero() {
-		if err := s.cfg.Watcher.Decode(&settings); err != nil {
-			return nil, nil, err
-		}
+	if err := s.cfg.DecodeSection("watcher", s.cfg.Watcher, &settings); err != nil {
+		return nil, nil, err
 	}
 	out := map[string]watcher.Prober{}
 	var closers []func()

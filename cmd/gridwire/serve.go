@@ -46,6 +46,7 @@ func serve(ctx context.Context, e *env, f *busFlags, httpAddr string) error {
 	if err != nil {
 		return fmt.Errorf("HTTP listener: %w", err)
 	}
+	sys.own = append(sys.own, ln.Addr().String())
 	g, gctx := errgroup.WithContext(ctx)
 	if err := sys.start(gctx, g, allServices, f.clusters); err != nil {
 		ln.Close()

@@ -58,10 +58,20 @@ type system struct {
 	readAPI *watcher.API
 	conns   []*nats.Conn
 	cache   *events.StateCache // shared by every service of this process
+	// stager is the config's stager section, read and validated when the config is.
+	stager stager.Config
+	// own are this process's listening addresses, which staging never reaches.
+	own []string
+	// protected are the paths staging never touches: data, config, credentials.
+	protected []string
 }
 
 func openSystem(ctx context.Context, e *env, f *busFlags, needBus bool) (*system, error) {
 	cfg, err := cluster.Load(f.config)
+	if err != nil {
+		return nil, err
+	}
+	stg, err := stagerSection(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +96,24 @@ func openSystem(ctx context.Context, e *env, f *busFlags, needBus bool) (*system
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	return &system{bus: b, cfg: cfg, data: data, log: log, host: fmt.Sprintf("%s-%d", host, os.Getpid())}, nil
+	sys := &system{bus: b, cfg: cfg, data: data, log: log, host: fmt.Sprintf("%s-%d", host, os.Getpid()), stager: stg,
+		protected: []string{data, cfg.Path, f.creds}}
+	if f.natsListen != "" {
+		sys.own = append(sys.own, f.natsListen)
+	}
+	return sys, nil
+}
+
+// stagerSection reads the config's stager section strictly and validates it.
+func stagerSection(cfg cluster.Config) (stager.Config, error) {
+	var sc stager.Config
+	if err := cfg.DecodeSection("stager", cfg.Stager, &sc); err != nil {
+		return sc, err
+	}
+	if err := sc.Validate(); err != nil {
+		return sc, fmt.Errorf("%s: %w", cfg.Path, err)
+	}
+	return sc, nil
 }
 
 func replicas(b *bus.Bus) int {
@@ -186,8 +213,9 @@ func (s *system) start(ctx context.Context, g *errgroup.Group, names []string, o
 					incarnator.Deps{JS: c.js, Store: c.store, Planner: planner, Logger: log, Now: now})
 			})
 		case "stager":
+			cfg := s.stagerConfig()
 			g.Go(func() error {
-				return stager.Run(ctx, stager.Config{Workers: 32, Clusters: s.cfg}, stager.Deps{JS: c.js, Store: c.store, Logger: log, Now: now})
+				return stager.Run(ctx, cfg, stager.Deps{JS: c.js, Store: c.store, Logger: log, Now: now})
 			})
 		case "executor":
 			for _, cl := range clusters {
@@ -212,6 +240,26 @@ func (s *system) start(ctx context.Context, g *errgroup.Group, names []string, o
 		}
 	}
 	return nil
+}
+
+// stagerConfig is the config's stager section with what only this process knows: the
+// clusters, the paths no staging may touch and the listeners it may not reach.
+func (s *system) stagerConfig() stager.Config {
+	cfg := s.stager
+	if cfg.Workers == 0 {
+		cfg.Workers = 32
+	}
+	cfg.Clusters = s.cfg
+	for _, p := range s.protected {
+		if p != "" {
+			abs, err := filepath.Abs(p)
+			if err == nil {
+				cfg.Protected = append(cfg.Protected, abs)
+			}
+		}
+	}
+	cfg.HTTP.Own = append(cfg.HTTP.Own, s.own...)
+	return cfg
 }
 
 // vetJob is what ingest checks of every parsed job before anything is appended: that

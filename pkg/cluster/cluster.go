@@ -26,6 +26,8 @@ var ErrInvalid = errors.New("cluster: invalid config")
 
 // Config is the whole config file.
 type Config struct {
+	// Path is the file the config was read from ("" for the default config).
+	Path string `yaml:"-"`
 	// DataDir is where the embedded server and local job directories live.
 	DataDir string `yaml:"data_dir,omitempty"`
 	// ProfileDir holds OS profile XML files; empty means the built-in profiles.
@@ -144,6 +146,7 @@ func Parse(name string, data []byte) (Config, error) {
 	if err := dec.Decode(&c); err != nil {
 		return Config{}, fmt.Errorf("%w: %s: %v", ErrInvalid, name, err)
 	}
+	c.Path = name
 	if len(c.Clusters) == 0 {
 		c.Clusters = Default().Clusters
 	}

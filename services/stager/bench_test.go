@@ -127,7 +127,7 @@ func BenchmarkLargeFile(b *testing.B) {
 			b.Fatal(err)
 		}
 		start := time.Now()
-		ep, name, err := s.remoteEndpoint(ctx, r)
+		ep, name, err := s.remoteEndpoint(ctx, r, scope{})
 		if err == nil && down {
 			_, err = s.copier().copyItem(ctx, ep, name, wd, "got.bin", false)
 		} else if err == nil {
@@ -189,7 +189,7 @@ func BenchmarkSmallFiles(b *testing.B) {
 		defer wd.Close()
 		c := s.copier()
 		for b.Loop() {
-			ep, name, err := s.remoteEndpoint(context.Background(), r)
+			ep, name, err := s.remoteEndpoint(context.Background(), r, scope{})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -28,9 +28,26 @@ func newEnv(t testing.TB) *env {
 	return &env{t: t, bus: b, store: store, now: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)}
 }
 
-// testConfig is a config with back-off short enough for tests and no jitter.
+// testConfig is a config with back-off short enough for tests and no jitter, that opens
+// loopback (where test servers listen) and the temporary directory (where tests keep
+// their files) to every job.
 func testConfig() Config {
-	return Config{BackoffBase: time.Millisecond, BackoffMax: 50 * time.Millisecond}
+	return Config{BackoffBase: time.Millisecond, BackoffMax: 50 * time.Millisecond,
+		HTTP:      testPolicy(),
+		FileRoots: []FileRoot{{Path: filepath.Clean(os.TempDir()), Access: AccessReadWrite}}}
+}
+
+// testPolicy opens loopback, where the tests' servers listen.
+func testPolicy() HTTPPolicy { return HTTPPolicy{Allow: []string{"127.0.0.1", "::1"}} }
+
+// compiled is a policy compiled, for tests that make endpoints directly.
+func compiled(t testing.TB, p HTTPPolicy) hostPolicy {
+	t.Helper()
+	hp, err := p.compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hp
 }
 
 // start runs the stager until the returned stop is called (or the test ends).

@@ -46,12 +46,12 @@ var ErrHTTPStatus = errors.New("stager: http status")
 // maxRedirects bounds redirect chains.
 const maxRedirects = 10
 
-func newHTTPEndpoint(p hostPolicy, timeout time.Duration, roots *x509.CertPool) *httpEndpoint {
+func newHTTPEndpoint(p hostPolicy, timeout time.Duration, roots *x509.CertPool, res Resolver) *httpEndpoint {
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	tr := &http.Transport{
 		TLSClientConfig:       &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
 		Proxy:                 nil, // a proxy would dial on our behalf, past the policy
-		DialContext:           p.dialer(dialer),
+		DialContext:           p.dialer(dialer, res),
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          64,
 		IdleConnTimeout:       90 * time.Second,

@@ -228,8 +228,7 @@ func TestHTTPSWithTheSitesCA(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 	// Without the CA the same server is not trusted.
-	p, _ := HTTPPolicy{}.compile()
-	if _, _, err := newHTTPEndpoint(p, 0, nil).open(t.Context(), srv.URL+"/x"); err == nil {
+	if _, _, err := newHTTPEndpoint(compiled(t, testPolicy()), 0, nil, nil).open(t.Context(), srv.URL+"/x"); err == nil {
 		t.Error("an unknown CA was trusted")
 	}
 }

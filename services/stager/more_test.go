@@ -126,28 +126,32 @@ func TestFileRootsConfineFileURLs(t *testing.T) {
 	if err := os.Symlink(filepath.Join(outside, "secret"), filepath.Join(root, "link")); err != nil {
 		t.Fatal(err)
 	}
-	h := hostFS{roots: []string{root}}
+	h := hostFS{roots: []FileRoot{{Path: root}}}
 	for name, ok := range map[string]bool{
 		filepath.Join(root, "ok.txt"): true, filepath.Join(root, "new/file"): true,
 		filepath.Join(outside, "secret"): false, filepath.Join(root, "link"): false, root + "/../x": false,
 	} {
-		if err := h.check(name); (err == nil) != ok {
+		if err := h.check(name, AccessRead); (err == nil) != ok {
 			t.Errorf("%s: allowed=%v, want %v (%v)", name, err == nil, ok, err)
 		}
 	}
-	if _, _, err := (hostFS{}).open(t.Context(), filepath.Join(outside, "secret")); err != nil {
-		t.Errorf("without roots every file URL is allowed: %v", err)
+	if _, _, err := (hostFS{}).open(t.Context(), filepath.Join(outside, "secret")); !errors.Is(err, ErrFileRoot) {
+		t.Errorf("without roots a file URL must be refused: %v", err)
+	}
+	if err := h.check(filepath.Join(root, "ok.txt"), AccessWrite); !errors.Is(err, ErrFileRoot) {
+		t.Errorf("a read root was opened to writing: %v", err)
 	}
 }
 
 func TestConfigFromYAML(t *testing.T) {
 	var cfg Config
-	src := "max_transfer_attempts: 5\nbackoff_base: 2s\nhttp:\n  allow: [storage.example.org]\n  deny: [10.0.0.0/8]\nfile_roots: [/srv/data]\nssh:\n  user: stager\n"
+	src := "max_transfer_attempts: 5\nbackoff_base: 2s\nhttp:\n  allow: [storage.example.org]\n  deny: [10.0.0.0/8]\nfile_roots: [/srv/data, {path: \"/srv/out/{principal}\", access: write, clusters: [hpc], principals: [ann]}]\nssh:\n  user: stager\n"
 	if err := yaml.Unmarshal([]byte(src), &cfg); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.MaxTransferAttempts != 5 || cfg.BackoffBase != 2*time.Second || cfg.HTTP.Allow[0] != "storage.example.org" ||
-		cfg.FileRoots[0] != "/srv/data" || cfg.SSH.User != "stager" {
+		cfg.FileRoots[0].Path != "/srv/data" || cfg.FileRoots[1].access() != AccessWrite ||
+		cfg.FileRoots[1].Principals[0] != "ann" || cfg.SSH.User != "stager" {
 		t.Errorf("decoded %+v", cfg)
 	}
 	if err := cfg.Validate(); err != nil {

@@ -96,14 +96,15 @@ func TestHTTPPolicyRefusesMetadataAndDeniedAddresses(t *testing.T) {
 		url    string
 		refuse bool
 	}{
-		{"loopback is allowed by default", HTTPPolicy{}, ok.URL, false},
+		{"loopback is denied by default", HTTPPolicy{}, ok.URL, true},
+		{"loopback opened by the allow list", testPolicy(), ok.URL, false},
 		{"link-local metadata address", HTTPPolicy{}, "http://169.254.169.254/latest/meta-data/", true},
 		{"GCP metadata name", HTTPPolicy{}, "http://metadata.google.internal/computeMetadata/v1/", true},
 		{"AWS IPv6 metadata", HTTPPolicy{}, "http://[fd00:ec2::254]/latest/", true},
-		{"redirect to metadata", HTTPPolicy{}, redirect("http://169.254.169.254/latest/meta-data/").URL, true},
-		{"redirect to a denied name", HTTPPolicy{}, redirect("http://metadata.google.internal/").URL, true},
-		{"name resolving to a denied network", HTTPPolicy{Deny: []string{"127.0.0.0/8"}}, "http://localhost" + port, true},
-		{"redirect to a host resolving to a denied network", HTTPPolicy{Deny: []string{"::1/128", "127.0.0.2/32"}},
+		{"redirect to metadata", testPolicy(), redirect("http://169.254.169.254/latest/meta-data/").URL, true},
+		{"redirect to a denied name", testPolicy(), redirect("http://metadata.google.internal/").URL, true},
+		{"name resolving to a denied network", HTTPPolicy{Allow: []string{"localhost"}, Deny: []string{"127.0.0.0/8"}}, "http://localhost" + port, true},
+		{"redirect to a host resolving to a denied network", HTTPPolicy{Allow: []string{"127.0.0.1"}, Deny: []string{"::1/128", "127.0.0.2/32"}},
 			redirect("http://127.0.0.2" + port + "/").URL, true},
 		{"not in the allow list", HTTPPolicy{Allow: []string{"10.0.0.0/8"}}, ok.URL, true},
 		{"in the allow list", HTTPPolicy{Allow: []string{"127.0.0.1"}}, ok.URL, false},
@@ -114,7 +115,7 @@ func TestHTTPPolicyRefusesMetadataAndDeniedAddresses(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			h := newHTTPEndpoint(p, 0, nil)
+			h := newHTTPEndpoint(p, 0, nil, nil)
 			r, _, err := h.open(t.Context(), tc.url)
 			if err == nil {
 				r.Close()
@@ -149,12 +150,12 @@ func TestSizeLimit(t *testing.T) {
 		io.WriteString(w, big)
 	}))
 	defer srv.Close()
-	p, _ := HTTPPolicy{}.compile()
+	p := compiled(t, testPolicy())
 	c := copier{limit: 10}
 	wd := openLocalDir(t.TempDir())
 	defer wd.Close()
 	for _, path := range []string{"/sized", "/chunked"} {
-		_, err := c.copyItem(t.Context(), newHTTPEndpoint(p, 0, nil), srv.URL+path, wd, "f", false)
+		_, err := c.copyItem(t.Context(), newHTTPEndpoint(p, 0, nil, nil), srv.URL+path, wd, "f", false)
 		if !errors.Is(err, ErrTooLarge) || !isPermanent(err) {
 			t.Errorf("%s: want a permanent size refusal, got %v", path, err)
 		}

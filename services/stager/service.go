@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -56,8 +57,14 @@ type Config struct {
 	IdleTimeout time.Duration `yaml:"idle_timeout,omitempty"`
 	// HTTP is the host policy of http(s) transfers.
 	HTTP HTTPPolicy `yaml:"http,omitempty"`
-	// FileRoots, when set, are the only gateway directories file:// URLs may name.
-	FileRoots []string `yaml:"file_roots,omitempty"`
+	// FileRoots are the gateway directories jobs may name with file:// URLs and
+	// absolute paths, per access, cluster and principal. None: no gateway file at all.
+	FileRoots []FileRoot `yaml:"file_roots,omitempty"`
+	// Protected are gateway paths staging never reads or writes, even inside a root:
+	// the gateway's data directory, config file and keys. cmd/gridwire fills in its own
+	// (data, config, NATS credentials); the stager adds every identity, known_hosts and
+	// CA file of its config; the operator may name more.
+	Protected []string `yaml:"protected,omitempty"`
 	// SSH is how sftp:// and scp:// URLs are reached (their user@ overrides User).
 	SSH SSHConfig `yaml:"ssh,omitempty"`
 }
@@ -86,7 +93,34 @@ func (c Config) Validate() error {
 	if _, err := c.HTTP.compile(); err != nil {
 		errs = append(errs, fmt.Errorf("stager: %w", err))
 	}
+	for i, r := range c.FileRoots {
+		if err := r.validate(fmt.Sprintf("stager: file_roots[%d]", i)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for i, p := range c.Protected {
+		if !filepath.IsAbs(p) {
+			errs = append(errs, fmt.Errorf("stager: protected[%d]: %q is not absolute", i, p))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// protected is every path staging never touches: Protected, and the keys, known_hosts
+// and CA files the config names.
+func (c Config) protected() []string {
+	paths := append([]string(nil), c.Protected...)
+	paths = append(paths, c.SSH.Identity, c.SSH.KnownHosts, c.HTTP.CAFile)
+	if c.Clusters.DataDir != "" {
+		paths = append(paths, c.Clusters.DataDir)
+	}
+	for _, cl := range c.Clusters.Clusters {
+		paths = append(paths, cl.Identity, cl.KnownHosts)
+		if cl.Kind == cluster.KindFork {
+			paths = append(paths, cl.WorkRoot) // other jobs' working directories
+		}
+	}
+	return protectedPaths(paths)
 }
 
 func (c Config) withDefaults() Config {
@@ -133,6 +167,8 @@ type Deps struct {
 	Now    func() time.Time
 	// Jitter spreads a back-off; the default picks uniformly in [d/2, d].
 	Jitter func(d time.Duration) time.Duration
+	// Resolver resolves the hosts of network transfers; nil is net.DefaultResolver.
+	Resolver Resolver
 }
 
 func halfJitter(d time.Duration) time.Duration {
@@ -199,10 +235,11 @@ func (s *stager) interruptible(run context.Context, h events.Handler) events.Han
 const heartbeatEvery = 5 * time.Second
 
 type stager struct {
-	cfg  Config
-	deps Deps
-	http *httpEndpoint
-	ssh  *sshPools
+	cfg       Config
+	deps      Deps
+	http      *httpEndpoint
+	ssh       *sshPools
+	protected []string // resolved paths staging never touches
 }
 
 func newStager(cfg Config, deps Deps) (*stager, error) {
@@ -214,8 +251,8 @@ func newStager(cfg Config, deps Deps) (*stager, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &stager{cfg: cfg, deps: deps, http: newHTTPEndpoint(policy, cfg.IdleTimeout, roots),
-		ssh: newSSHPools(deps.Logger)}, nil
+	return &stager{cfg: cfg, deps: deps, http: newHTTPEndpoint(policy, cfg.IdleTimeout, roots, deps.Resolver),
+		ssh: newSSHPools(deps.Logger), protected: cfg.protected()}, nil
 }
 
 // Close releases the stager's connections.
@@ -256,7 +293,7 @@ func (s *stager) stageIn(ctx context.Context, d events.Delivery) error {
 			return err
 		}
 	}
-	r := run{s: s, jobID: st.JobID, status: st.Status, wd: wd, stopOnFailure: true, rec: &recorder{st: st}}
+	r := run{s: s, jobID: st.JobID, status: st.Status, wd: wd, stopOnFailure: true, rec: &recorder{st: st}, who: scopeOf(st)}
 	failures, err := r.execute(ctx, st, items)
 	if errors.Is(err, errMovedOn) {
 		return nil
@@ -326,7 +363,7 @@ func (s *stager) stageOut(ctx context.Context, d events.Delivery) error {
 	if err := wd.create(ctx); err != nil {
 		return err
 	}
-	r := run{s: s, jobID: st.JobID, status: events.StatusStagingOut, wd: wd, rec: &recorder{st: st}}
+	r := run{s: s, jobID: st.JobID, status: events.StatusStagingOut, wd: wd, rec: &recorder{st: st}, who: scopeOf(st)}
 	failures, err := r.execute(ctx, st, items)
 	if errors.Is(err, errMovedOn) {
 		return nil

@@ -36,6 +36,7 @@ type run struct {
 	// stopOnFailure ends the pass at the first exhausted item (stage-in: the job fails).
 	stopOnFailure bool
 	rec           *recorder
+	who           scope // whose files: the job's cluster and submitter
 }
 
 // recorder serialises a pass's appends and keeps the state they produced, so each
@@ -138,7 +139,7 @@ func (r run) attempt(ctx context.Context, it item) (copied, error) {
 	if it.err != nil {
 		return copied{}, it.err
 	}
-	rem, name, err := r.s.remoteEndpoint(ctx, it.remote)
+	rem, name, err := r.s.remoteEndpoint(ctx, it.remote, r.who)
 	if err != nil {
 		return copied{}, err
 	}

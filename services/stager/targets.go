@@ -39,12 +39,20 @@ func (s *stager) workDir(ctx context.Context, st events.State) (workDir, error) 
 	return &sftpFS{c: c, root: dir}, nil
 }
 
+// scope is whose transfer it is: the job's cluster and submitter, which file roots
+// are opened to.
+type scope struct{ cluster, principal string }
+
+func scopeOf(st events.State) scope {
+	return scope{cluster: st.Cluster, principal: jobOf(st).Submitter}
+}
+
 // remoteEndpoint is the store a remote name lives in and the name within it.
-func (s *stager) remoteEndpoint(ctx context.Context, r remote) (endpoint, string, error) {
+func (s *stager) remoteEndpoint(ctx context.Context, r remote, who scope) (endpoint, string, error) {
 	u := r.url
 	switch u.Scheme {
 	case SchemeFile:
-		return hostFS{roots: s.cfg.FileRoots}, u.Path, nil
+		return hostFS{roots: s.cfg.FileRoots, protected: s.protected, cluster: who.cluster, principal: who.principal}, u.Path, nil
 	case SchemeHTTP, SchemeHTTPS:
 		return s.http, u.String(), nil
 	case SchemeUpload:

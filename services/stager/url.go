@@ -44,8 +44,11 @@ type remote struct {
 // resolveRemote turns a job's remote name into a URL: a URL as it is, a plain path
 // against default_storage_base, an absolute plain path as a file on the gateway.
 func resolveRemote(name, base string) (remote, error) {
-	if name == "" {
-		return remote{}, fmt.Errorf("%w: empty", ErrRemote)
+	if err := checkName(name, ErrRemote); err != nil {
+		return remote{}, err
+	}
+	if len(base) > MaxNameBytes {
+		return remote{}, fmt.Errorf("%w: default_storage_base is longer than %d bytes", ErrRemote, MaxNameBytes)
 	}
 	raw := name
 	if !hasScheme(name) {
@@ -125,8 +128,8 @@ func supported(scheme string) bool {
 // localName checks a name in the job's working directory: relative, not leaving it,
 // and not in gridwire's own control directory. It returns the cleaned name.
 func localName(name string) (string, error) {
-	if name == "" {
-		return "", fmt.Errorf("%w: empty", ErrLocalName)
+	if err := checkName(name, ErrLocalName); err != nil {
+		return "", err
 	}
 	clean := filepath.Clean(filepath.FromSlash(name))
 	if !filepath.IsLocal(clean) {
@@ -136,6 +139,25 @@ func localName(name string) (string, error) {
 		return "", fmt.Errorf("%w: %q is inside gridwire's control directory %s", ErrLocalName, name, events.ControlDir)
 	}
 	return filepath.ToSlash(clean), nil
+}
+
+// MaxNameBytes bounds every staging name, remote or local, before anything parses it
+// (Linux's PATH_MAX is 4096; a URL is a host and a path).
+const MaxNameBytes = 8192
+
+// checkName is the size and character budget of a staging name: not empty, not over
+// MaxNameBytes, and no NUL or other control character, which no file name on a target
+// should carry and no URL may.
+func checkName(name string, kind error) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: empty", kind)
+	case len(name) > MaxNameBytes:
+		return fmt.Errorf("%w: %.64q... is longer than %d bytes", kind, name, MaxNameBytes)
+	case strings.ContainsFunc(name, isControl):
+		return fmt.Errorf("%w: %q holds a control character", kind, name)
+	}
+	return nil
 }
 
 // CheckURLs refuses a job whose staging names cannot be staged: unsupported schemes (the

@@ -1,0 +1,67 @@
+package cluster
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// An unknown key is an error wherever it is: at the top, in a cluster, in a token, in
+// a user profile, in the system info, and in a service's own section.
+func TestUnknownKeysAreErrorsInEverySection(t *testing.T) {
+	cases := []struct{ name, src, want string }{
+		{"top", "clusterz: []\n", "clusterz"},
+		{"cluster", "clusters:\n  - name: a\n    kind: fork\n    profile: fork\n    wokr_root: /x\n", "wokr_root"},
+		{"info", "clusters:\n  - name: a\n    kind: fork\n    profile: fork\n    info: {os_nmae: x}\n", "os_nmae"},
+		{"token", "tokens:\n  - token: 0123456789abcdef\n    principal: a\n    permissions: [read]\n", "permissions"},
+		{"user", "users:\n  - principal: a\n    feilds: {}\n", "feilds"},
+	}
+	for _, c := range cases {
+		_, err := Parse("gw.yaml", []byte(c.src))
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "gw.yaml") {
+			t.Errorf("%s: %v, want an error naming gw.yaml and %s", c.name, err, c.want)
+		}
+	}
+}
+
+type section struct {
+	Workers int           `yaml:"workers"`
+	Backoff time.Duration `yaml:"backoff"`
+	HTTP    struct {
+		Allow []string `yaml:"allow"`
+	} `yaml:"http"`
+	Roots []struct {
+		Path string `yaml:"path"`
+	} `yaml:"roots"`
+	Named map[string]struct {
+		Size int `yaml:"size"`
+	} `yaml:"named"`
+}
+
+func TestDecodeSectionIsStrict(t *testing.T) {
+	src := "stager:\n  workers: 3\n  backoff: 2s\n  http:\n    allow: [a]\n    alow: [b]\n  roots:\n    - path: /x\n    - pth: /y\n  named:\n    one: {size: 1, sise: 2}\n  extra: 1\n"
+	cfg, err := Parse("gw.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s section
+	err = cfg.DecodeSection("stager", cfg.Stager, &s)
+	for _, want := range []string{"line 6: stager.http.alow", "line 9: stager.roots[1].pth", "line 11: stager.named.one.sise", "line 12: stager.extra", "gw.yaml"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not say %q", err, want)
+		}
+	}
+	ok := "stager:\n  workers: 3\n  backoff: 2s\n  http: {allow: [a]}\n  roots: [{path: /x}]\n  named: {one: {size: 1}}\n"
+	if cfg, err = Parse("gw.yaml", []byte(ok)); err != nil {
+		t.Fatal(err)
+	}
+	s = section{}
+	if err := cfg.DecodeSection("stager", cfg.Stager, &s); err != nil || s.Workers != 3 || s.Backoff != 2*time.Second ||
+		s.HTTP.Allow[0] != "a" || s.Roots[0].Path != "/x" || s.Named["one"].Size != 1 {
+		t.Errorf("decoded %+v, %v", s, err)
+	}
+	if err := (Config{}).DecodeSection("stager", Config{}.Stager, &s); err != nil {
+		t.Errorf("an absent section: %v", err)
+	}
+}
