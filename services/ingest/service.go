@@ -137,6 +137,11 @@ func (s *Service) Parse(sub Submission) ([]events.Job, error) {
 	if len(jobs) == 0 {
 		return nil, &ParseError{[]Problem{{File: sub.File, Line: 1, Col: 1, Field: "(document)", What: "no job in the document"}}}
 	}
+	for i, j := range jobs {
+		if err := validateJob(j); err != nil {
+			return nil, fmt.Errorf("%w: %s: job %d: %v", ErrInvalid, sub.File, i, err)
+		}
+	}
 	if s.deps.Check != nil {
 		for i, j := range jobs {
 			if err := s.deps.Check(j); err != nil {
