@@ -1,7 +1,6 @@
 package events
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -128,8 +127,10 @@ type LRMSDefault string
 
 // LRMS defaults.
 const (
-	// LRMSAny: every LRMS, Fork included (the zero value).
-	LRMSAny LRMSDefault = ""
+	// LRMSUnsaid: the description says nothing; any LRMS, Fork included.
+	LRMSUnsaid LRMSDefault = ""
+	// LRMSAny: every LRMS, Fork included, as the description says.
+	LRMSAny LRMSDefault = "any"
 	// LRMSBatch: a batch system; a Fork target only when the gateway has nothing else
 	// (when every target is Fork there is nothing to choose between).
 	LRMSBatch LRMSDefault = "batch"
@@ -164,38 +165,6 @@ type AttributeRequirement struct {
 type UnsupportedRequirement struct {
 	What string `json:"what"` // why it cannot be checked
 	From Origin `json:"from,omitzero"`
-}
-
-// UnmarshalJSON reads requirements, upcasting the first schema (hosts as a list of
-// globs any of which would do, lrms as one name, fork as a flag) to the current one.
-// Its language-keyed resources and its implied v3 default cannot be upcast here: a
-// job recorded with them is matched without them.
-func (r *Requirements) UnmarshalJSON(b []byte) error {
-	type current Requirements
-	var w struct {
-		current
-		V1Hosts []string `json:"hosts"`
-		V1LRMS  string   `json:"lrms"`
-		V1Fork  *bool    `json:"fork"`
-	}
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	*r = Requirements(w.current)
-	if len(w.V1Hosts) > 0 {
-		n := NameRequirement{From: Origin{Field: "hostname"}}
-		for _, h := range w.V1Hosts {
-			n.AnyOf = append(n.AnyOf, NamePattern{Pattern: h})
-		}
-		r.Hosts = append(r.Hosts, n)
-	}
-	switch {
-	case w.V1LRMS != "":
-		r.LRMS = append(r.LRMS, LRMSRule{Is: w.V1LRMS, From: Origin{Field: "lrms"}})
-	case w.V1Fork != nil && !*w.V1Fork:
-		r.LRMS = append(r.LRMS, LRMSRule{IsNot: LRMSFork, From: Origin{Field: "fork"}})
-	}
-	return nil
 }
 
 // Names reports whether some rule says the LRMS must be name.

@@ -26,24 +26,63 @@ func TestRequirementsRoundTrip(t *testing.T) {
 	}
 }
 
-// TestRequirementsUpcastFirstSchema: a job recorded before requirements were canonical
-// still decodes, with its hosts, lrms and fork in today's terms.
-func TestRequirementsUpcastFirstSchema(t *testing.T) {
-	var r Requirements
-	err := json.Unmarshal([]byte(`{"hosts":["a","b*"],"fork":false,"queue":"q","ram_size":64,"resources":{"minFreeCPU":"4"}}`), &r)
-	if err != nil {
-		t.Fatal(err)
+// TestJobUpcastsFirstSchemaRequirements: a job recorded before requirements were
+// canonical decodes with what it asked for in today's terms.
+func TestJobUpcastsFirstSchemaRequirements(t *testing.T) {
+	decode := func(t *testing.T, doc string) Requirements {
+		t.Helper()
+		var j Job
+		if err := json.Unmarshal([]byte(doc), &j); err != nil {
+			t.Fatal(err)
+		}
+		return j.Requirements
 	}
-	want := Requirements{
-		Hosts: []NameRequirement{{AnyOf: []NamePattern{{Pattern: "a"}, {Pattern: "b*"}}, From: Origin{Field: "hostname"}}},
-		LRMS:  []LRMSRule{{IsNot: LRMSFork, From: Origin{Field: "fork"}}}, Queue: "q", RAMSize: 64,
+	from := func(f string) Origin { return Origin{Field: f} }
+	five, four := 5.0, 4.0
+	for _, c := range []struct {
+		name, doc string
+		want      Requirements
+	}{
+		{"v3 hosts and fork: false", `{"original":{"format":"v3-json"},"requirements":{"hosts":["a","b*"],"fork":false,"queue":"q","ram_size":64}}`,
+			Requirements{Hosts: []NameRequirement{{AnyOf: []NamePattern{{Pattern: "a"}, {Pattern: "b*"}}, From: from("requirements.hostname")}},
+				LRMS: []LRMSRule{{IsNot: LRMSFork, From: from("requirements.fork")}}, Queue: "q", RAMSize: 64}},
+		{"v3 lrms decides alone", `{"original":{"format":"v3-yaml"},"requirements":{"lrms":"PBS","fork":false}}`,
+			Requirements{LRMS: []LRMSRule{{Is: "PBS", From: from("requirements.lrms")}}}},
+		{"v3 fork: true", `{"original":{"format":"v3-json"},"requirements":{"fork":true}}`, Requirements{LRMSDefault: LRMSAny}},
+		{"v3 fork rule implied", `{"original":{"format":"v3-json"},"requirements":{}}`,
+			Requirements{LRMSDefault: LRMSBatch, Origins: map[string]Origin{"lrms_default": from("requirements.fork (not set)")}}},
+		{"JRDL resources", `{"original":{"format":"jrdl"},"requirements":{"lrms":"pbs","resources":{"minFreeCPU":"5","schedulingType":"scheduler","schedulingPlugin":"Def*"}}}`,
+			Requirements{LRMS: []LRMSRule{{Is: "pbs", From: from("requirements.lrms")}, {IsNot: LRMSFork, From: from("resource/schedulingType")}},
+				Attributes: []AttributeRequirement{{Name: "free_cpu", AtLeast: &five, From: from("resource/minFreeCPU")},
+					{Name: "scheduling_plugin", Pattern: "Def*", From: from("resource/schedulingPlugin")}}}},
+		{"DDS requirements", `{"original":{"path":"main/a_0"},"requirements":{},"dds":{"task_index":0,"collection_index":-1,"requirements":[
+			{"name":"h","type":"hostname","value":"+.gsi.de"},{"name":"g","type":"gpu","value":"4"},{"name":"m","type":"maxinstances","value":"2"},{"name":"c","type":"custom","value":"x"}]}}`,
+			Requirements{Hosts: []NameRequirement{{AnyOf: []NamePattern{{Pattern: ".+.gsi.de", Syntax: SyntaxRegexp}}, From: from("requirement h")}},
+				Attributes:  []AttributeRequirement{{Name: "gpus", AtLeast: &four, From: from("requirement g")}},
+				Unsupported: []UnsupportedRequirement{{What: `requirement type "custom" is not supported here`, From: from("requirement c")}}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := decode(t, c.doc); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("got  %+v\nwant %+v", got, c.want)
+			}
+		})
 	}
-	if !reflect.DeepEqual(r, want) {
-		t.Errorf("got %+v\nwant %+v", r, want)
-	}
-	r = Requirements{}
-	if err := json.Unmarshal([]byte(`{"lrms":"PBS","fork":false}`), &r); err != nil || len(r.LRMS) != 1 || r.LRMS[0].Is != "PBS" {
-		t.Errorf("a named lrms decides alone: %+v %v", r.LRMS, err)
+}
+
+// TestJobOfTodayIsNotUpcast: a job in today's terms decodes as it was written, however
+// its language is named.
+func TestJobOfTodayIsNotUpcast(t *testing.T) {
+	for _, j := range []Job{
+		{Original: Original{Format: "v3-json"}, Requirements: Requirements{LRMSDefault: LRMSAny}},
+		{Original: Original{Format: "v3-json"}, Requirements: Requirements{LRMS: []LRMSRule{{IsNot: LRMSFork}}}},
+		{Original: Original{Format: "jrdl"}},
+		{DDS: &DDSContext{Requirements: []DDSRequirement{{Type: "maxinstances", Value: "2"}}}},
+	} {
+		b, _ := json.Marshal(j)
+		var got Job
+		if err := json.Unmarshal(b, &got); err != nil || !reflect.DeepEqual(got, j) {
+			t.Errorf("%s: got %+v (%v)", b, got.Requirements, err)
+		}
 	}
 }
 

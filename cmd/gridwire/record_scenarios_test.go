@@ -113,6 +113,16 @@ var scenarios = []scenario{
 		id := r.open().v3(map[string]any{"executable": "/bin/true", "requirements": map[string]any{"hostname": []string{"nowhere.example.org"}}})
 		r.expect(id, events.StatusFailed, neverStarted)
 	}},
+	{"canonical-requirements", "requirements in the gateway's terms (the second shape of submitted): a v3 job with fork: true runs, one asking for a host no cluster has fails naming its field, a DDS task whose wnname names the cluster runs", func(r *recorder) {
+		r.open()
+		runs := r.v3(map[string]any{"executable": "/bin/true", "requirements": map[string]any{"fork": true, "queue": nil}})
+		refused := r.v3(map[string]any{"executable": "/bin/true", "requirements": map[string]any{"hostname": []string{"nowhere.example.org"}}})
+		dds := r.submit("wn.xml", `<topology name="wn"><declrequirement name="here" type="wnname" value="loc.l"/>
+<decltask name="t"><exe>/bin/true</exe><requirements><name>here</name></requirements></decltask><main name="main"><task>t</task></main></topology>`)
+		r.expect(runs, events.StatusSucceeded, exitedWith(0))
+		r.expect(refused, events.StatusFailed, neverStarted, reasonHas("requirements.hostname (line 1): none of nowhere.example.org"))
+		r.expect(dds[1], events.StatusSucceeded, exitedWith(0))
+	}},
 	{"failed-incarnation", "a job the renderer rejects (an executable starting with '-'): FAILED at incarnation", func(r *recorder) {
 		id := r.open().v3(map[string]any{"executable": "-rf"})
 		r.expect(id, events.StatusFailed, neverStarted, reasonHas("executable"))

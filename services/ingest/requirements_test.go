@@ -26,9 +26,9 @@ func TestRequirementsAreCanonical(t *testing.T) {
 			{``, events.LRMSBatch, events.LRMSRule{}},
 			{`,"requirements":{"queue":"q"}`, events.LRMSBatch, events.LRMSRule{}},
 			{`,"requirements":{"fork":true}`, events.LRMSAny, events.LRMSRule{}},
-			{`,"requirements":{"fork":false}`, events.LRMSAny, events.LRMSRule{IsNot: "Fork"}},
-			{`,"requirements":{"lrms":"PBS","fork":false}`, events.LRMSAny, events.LRMSRule{Is: "PBS"}},
-			{`,"requirements":{"lrms":"Fork"}`, events.LRMSAny, events.LRMSRule{Is: "Fork"}},
+			{`,"requirements":{"fork":false}`, events.LRMSUnsaid, events.LRMSRule{IsNot: "Fork"}},
+			{`,"requirements":{"lrms":"PBS","fork":false}`, events.LRMSUnsaid, events.LRMSRule{Is: "PBS"}},
+			{`,"requirements":{"lrms":"Fork"}`, events.LRMSUnsaid, events.LRMSRule{Is: "Fork"}},
 		} {
 			r := parse(t, FormatV3JSON, `{"version":3,"executable":"x"`+c.reqs+`}`)
 			var rule events.LRMSRule
@@ -64,7 +64,7 @@ func TestRequirementsAreCanonical(t *testing.T) {
 			r.Attributes[0].From.Field != "job[0]/resource/minMainMemory/minRAMAvailable" || r.Attributes[0].From.Line != 4 {
 			t.Errorf("attributes %+v", r.Attributes)
 		}
-		if len(r.LRMS) != 2 || r.LRMS[0].Is != "pbs" || r.LRMS[1].Is != "Fork" || r.LRMSDefault != events.LRMSAny {
+		if len(r.LRMS) != 2 || r.LRMS[0].Is != "pbs" || r.LRMS[1].Is != "Fork" || r.LRMSDefault != events.LRMSUnsaid {
 			t.Errorf("lrms %+v default %q", r.LRMS, r.LRMSDefault)
 		}
 	})

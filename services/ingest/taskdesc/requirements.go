@@ -69,9 +69,9 @@ func (d *decoder) requirements(v *tree.Node) events.Requirements {
 }
 
 // lrmsDefault applies the spec's fork rule: Fork is chosen only when lrms names it or
-// fork is true. A named lrms decides alone; fork: false refuses Fork; fork left out makes
-// the job prefer a batch system (LRMSBatch), which lets a gateway with only Fork
-// targets still run it.
+// fork is true. A named lrms decides alone; fork: false refuses Fork; fork: true takes
+// any LRMS; fork left out makes the job prefer a batch system (LRMSBatch), which lets a
+// gateway with only Fork targets still run it. A v3 job always says one of these.
 func (d *decoder) lrmsDefault(r *events.Requirements) {
 	switch {
 	case len(r.LRMS) > 0:
@@ -80,6 +80,9 @@ func (d *decoder) lrmsDefault(r *events.Requirements) {
 		r.SetOrigin("lrms_default", events.Origin{Field: "requirements.fork (not set)"})
 	case !*d.fork:
 		r.LRMS = []events.LRMSRule{{IsNot: events.LRMSFork, From: d.forkFrom}}
+	default:
+		r.LRMSDefault = events.LRMSAny
+		r.SetOrigin("lrms_default", d.forkFrom)
 	}
 }
 
