@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/gridwire/gridwire/services/watcher"
+	"github.com/gridwire/gridwire/services/readside"
 	"github.com/spf13/cobra"
 )
 
@@ -44,7 +44,7 @@ func auditVerifyCmd(e *env) *cobra.Command {
 				return err
 			}
 			defer sys.close()
-			rep, err := watcher.Audit(cmd.Context(), sys.bus.JS, id)
+			rep, err := readside.Audit(cmd.Context(), sys.bus.JS, id)
 			if err != nil {
 				return err
 			}

@@ -14,7 +14,7 @@ import (
 func TestControlVerbs(t *testing.T) {
 	h := newHarness(t)
 	h.mu.Lock()
-	srv := httptest.NewServer(h.services["watcher"].sys.routes())
+	srv := httptest.NewServer(h.services["executor"].sys.routes())
 	h.mu.Unlock()
 	t.Cleanup(srv.Close)
 	id := h.submitJSON(gated())

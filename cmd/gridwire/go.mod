@@ -8,9 +8,11 @@ require (
 	github.com/gridwire/gridwire/services/executor v0.0.0
 	github.com/gridwire/gridwire/services/incarnator v0.0.0
 	github.com/gridwire/gridwire/services/ingest v0.0.0
+	github.com/gridwire/gridwire/services/readside v0.0.0
 	github.com/gridwire/gridwire/services/stager v0.0.0
 	github.com/gridwire/gridwire/services/watcher v0.0.0
 	github.com/nats-io/nats.go v1.55.0
+	github.com/prometheus/client_golang v1.25.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
@@ -39,7 +41,6 @@ require (
 	github.com/nats-io/nuid v1.0.1 // indirect
 	github.com/oklog/ulid/v2 v2.1.2 // indirect
 	github.com/pkg/sftp v1.13.12 // indirect
-	github.com/prometheus/client_golang v1.25.0 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
@@ -64,3 +65,5 @@ replace github.com/gridwire/gridwire/services/executor => ../../services/executo
 replace github.com/gridwire/gridwire/services/stager => ../../services/stager
 
 replace github.com/gridwire/gridwire/services/watcher => ../../services/watcher
+
+replace github.com/gridwire/gridwire/services/readside => ../../services/readside

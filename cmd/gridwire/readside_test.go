@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/gridwire/gridwire/events"
-	"github.com/gridwire/gridwire/services/watcher"
+	"github.com/gridwire/gridwire/services/readside"
 )
 
 // serveCLI runs `gridwire serve` with the given extra args until the test ends.
@@ -176,9 +176,9 @@ func waitProjection(t *testing.T, h *harness) {
 		stream, err := h.client.JS.Stream(context.Background(), events.Stream)
 		if err == nil {
 			last := stream.CachedInfo().State.LastSeq
-			kv, err := h.client.JS.KeyValue(context.Background(), watcher.JobsBucket)
+			kv, err := h.client.JS.KeyValue(context.Background(), readside.JobsBucket)
 			if err == nil {
-				if e, err := kv.Get(context.Background(), watcher.MetaKey); err == nil && strings.Contains(string(e.Value()), `"seq":`+strconv.FormatUint(last, 10)+`,`) {
+				if e, err := kv.Get(context.Background(), readside.MetaKey); err == nil && strings.Contains(string(e.Value()), `"seq":`+strconv.FormatUint(last, 10)+`,`) {
 					return
 				}
 			}

@@ -24,6 +24,7 @@ import (
 	"github.com/gridwire/gridwire/pkg/cluster"
 	"github.com/gridwire/gridwire/services/executor"
 	"github.com/gridwire/gridwire/services/ingest"
+	"github.com/gridwire/gridwire/services/readside"
 	"github.com/gridwire/gridwire/services/watcher"
 )
 
@@ -167,14 +168,14 @@ func (r *recorder) settledStream(ctx context.Context) []eventstest.Stored {
 // projectionRows waits for the live projector to stamp the projection at the stream's
 // last sequence and reads every job's row from it.
 func (r *recorder) projectionRows(ctx context.Context, last uint64, states map[string]events.State) map[string]events.State {
-	kv, err := r.client.JS.KeyValue(ctx, watcher.JobsBucket)
+	kv, err := r.client.JS.KeyValue(ctx, readside.JobsBucket)
 	if err != nil {
 		r.t.Fatalf("projection bucket: %v", err)
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		var m watcher.Meta
-		if e, err := kv.Get(ctx, watcher.MetaKey); err == nil && json.Unmarshal(e.Value(), &m) == nil && m.Seq >= last {
+		var m readside.Meta
+		if e, err := kv.Get(ctx, readside.MetaKey); err == nil && json.Unmarshal(e.Value(), &m) == nil && m.Seq >= last {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -184,7 +185,7 @@ func (r *recorder) projectionRows(ctx context.Context, last uint64, states map[s
 	}
 	rows := map[string]events.State{}
 	for id := range states {
-		e, err := kv.Get(ctx, watcher.JobKey(id))
+		e, err := kv.Get(ctx, readside.JobKey(id))
 		if err != nil {
 			r.t.Fatalf("projection row of %s: %v", id, err)
 		}
@@ -383,7 +384,8 @@ func (r *recorder) publish(api string, id, job, source string, name events.Name,
 	}
 }
 
-// api serves the routes of the process running the named service.
+// api serves the routes the named service's process offers (ingest's way in, the
+// executor's control requests).
 func (r *recorder) api(service string) string {
 	r.mu.Lock()
 	srv := httptest.NewServer(r.services[service].sys.routes())

@@ -262,7 +262,7 @@ var scenarios = []scenario{
 	}},
 	{"external-events", "another system publishes the life of a job it ran itself (POST /v1/events) to a gateway that only records and watches; gridwire's watcher decides its end", func(r *recorder) {
 		r.open("incarnator", "stager", "executor")
-		api := r.api("watcher")
+		api := r.api("ingest")
 		job := events.NewID()
 		src := "urn:site:a/slurm"
 		at := time.Now().UTC().Truncate(time.Millisecond)
@@ -285,7 +285,7 @@ var scenarios = []scenario{
 	}},
 	{"external-failure", "another system reports a job of its own that it lost contact with and that then exited 1; the watcher ends it FAILED", func(r *recorder) {
 		r.open("incarnator", "stager", "executor")
-		api := r.api("watcher")
+		api := r.api("ingest")
 		job := events.NewID()
 		src := "urn:site:b/pbs"
 		at := time.Now().UTC().Truncate(time.Millisecond)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/gridwire/gridwire/events"
-	"github.com/gridwire/gridwire/services/watcher"
+	"github.com/gridwire/gridwire/services/readside"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -23,9 +23,9 @@ func replayCmd(e *env) *cobra.Command {
 		Use:   "replay",
 		Short: "rebuild the job table projection from the log, and prove it equal to the live one",
 		Long: "replay folds every event of the log, from the first, into a fresh projection bucket\n" +
-			"(default " + watcher.JobsBucket + "-replay) and compares it with the live projection: every job\n" +
+			"(default " + readside.JobsBucket + "-replay) and compares it with the live projection: every job\n" +
 			"must have the same row, except jobs that moved on after the replay read the log.\n" +
-			"--bucket " + watcher.JobsBucket + " --live '' rebuilds the live projection itself (stop the watchers first).",
+			"--bucket " + readside.JobsBucket + " --live '' rebuilds the live projection itself (stop the watchers first).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireLog(f); err != nil {
@@ -42,7 +42,7 @@ func replayCmd(e *env) *cobra.Command {
 			bar := progressbar.NewOptions64(-1, progressbar.OptionSetWriter(e.stderr), progressbar.OptionSetDescription("replaying"),
 				progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("events"),
 				progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
-			table, res, err := watcher.Rebuild(cmd.Context(), sys.bus.JS, watcher.RebuildOptions{
+			table, res, err := readside.Rebuild(cmd.Context(), sys.bus.JS, readside.RebuildOptions{
 				Bucket: bucket, Shards: shards,
 				Progress: func(done, total uint64) {
 					bar.ChangeMax64(int64(total))
@@ -56,9 +56,9 @@ func replayCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var cmp *watcher.Comparison
+			var cmp *readside.Comparison
 			if live != "" && live != bucket {
-				c, err := watcher.Compare(cmd.Context(), sys.bus.JS, live, table, res.Seq)
+				c, err := readside.Compare(cmd.Context(), sys.bus.JS, live, table, res.Seq)
 				switch {
 				case errors.Is(err, jetstream.ErrBucketNotFound):
 					fmt.Fprintf(e.stderr, "gridwire: no live projection %s to compare with (no watcher has run)\n", live)
@@ -70,9 +70,9 @@ func replayCmd(e *env) *cobra.Command {
 			}
 			if asJSON {
 				return json.NewEncoder(e.stdout).Encode(struct {
-					watcher.RebuildResult
-					Rate       float64             `json:"events_per_second"`
-					Comparison *watcher.Comparison `json:"comparison,omitempty"`
+					readside.RebuildResult
+					Rate       float64              `json:"events_per_second"`
+					Comparison *readside.Comparison `json:"comparison,omitempty"`
 				}{res, res.Rate(), cmp})
 			}
 			fmt.Fprintf(e.stdout, "replayed %d events (%d refused) of %d jobs up to seq %d into %s in %s: %.0f events/s\n",
@@ -81,14 +81,14 @@ func replayCmd(e *env) *cobra.Command {
 		},
 	}
 	f.register(cmd.Flags(), e)
-	cmd.Flags().StringVar(&bucket, "bucket", watcher.JobsBucket+"-replay", "KV bucket to rebuild into (emptied first)")
-	cmd.Flags().StringVar(&live, "live", watcher.JobsBucket, "live projection to compare with ('' compares nothing)")
+	cmd.Flags().StringVar(&bucket, "bucket", readside.JobsBucket+"-replay", "KV bucket to rebuild into (emptied first)")
+	cmd.Flags().StringVar(&live, "live", readside.JobsBucket, "live projection to compare with ('' compares nothing)")
 	cmd.Flags().IntVar(&shards, "shards", 0, "jobs folded in parallel (default: one per CPU)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
 }
 
-func rowSummary(r *watcher.Row) string {
+func rowSummary(r *readside.Row) string {
 	if r == nil {
 		return "missing"
 	}
@@ -96,7 +96,7 @@ func rowSummary(r *watcher.Row) string {
 }
 
 // reportComparison prints how the live projection compares; differences exit 1.
-func reportComparison(e *env, live string, c *watcher.Comparison) error {
+func reportComparison(e *env, live string, c *readside.Comparison) error {
 	if c == nil {
 		return nil
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,13 +14,17 @@ import (
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/pkg/bus"
 	"github.com/gridwire/gridwire/pkg/cluster"
+	"github.com/gridwire/gridwire/pkg/httpapi"
 	"github.com/gridwire/gridwire/services/executor"
 	"github.com/gridwire/gridwire/services/incarnator"
 	"github.com/gridwire/gridwire/services/ingest"
+	"github.com/gridwire/gridwire/services/readside"
 	"github.com/gridwire/gridwire/services/stager"
 	"github.com/gridwire/gridwire/services/watcher"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
 )
@@ -49,21 +55,26 @@ func (f *busFlags) register(fs *pflag.FlagSet, e *env) {
 
 // system is one process's wiring: the bus, the config and the services it runs.
 type system struct {
-	bus     *bus.Bus
-	cfg     cluster.Config
-	data    string
-	log     *slog.Logger
-	host    string
-	ingest  *ingest.Service
-	readAPI *watcher.API
-	conns   []*nats.Conn
-	cache   *events.StateCache // shared by every service of this process
+	bus    *bus.Bus
+	cfg    cluster.Config
+	data   string
+	log    *slog.Logger
+	host   string
+	auth   *httpapi.Auth // the config's API tokens
+	ingest *ingest.Service
+	conns  []*nats.Conn
+	cache  *events.StateCache // shared by every service of this process
 	// stager is the config's stager section, read and validated when the config is.
 	stager stager.Config
 	// own are this process's listening addresses, which staging never reaches.
 	own []string
 	// protected are the paths staging never touches: data, config, credentials.
 	protected []string
+	// listener, when set, is where the read side serves this process's HTTP API: the
+	// routes of mux (its own, and those the other services of the process offer).
+	listener net.Listener
+	mux      *http.ServeMux
+	metrics  *prometheus.Registry // every service's metrics, served by the read side
 }
 
 func openSystem(ctx context.Context, e *env, f *busFlags, needBus bool) (*system, error) {
@@ -87,6 +98,10 @@ func openSystem(ctx context.Context, e *env, f *busFlags, needBus bool) (*system
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+	auth, err := httpapi.NewAuth(cfg.Tokens)
+	if err != nil {
+		return nil, fmt.Errorf("config tokens: %w", err)
+	}
 	b, err := bus.Open(ctx, bus.Config{DataDir: data, URL: f.natsURL, Listen: f.natsListen, CredsFile: f.creds, Name: "gridwire"})
 	if err != nil {
 		return nil, err
@@ -96,7 +111,7 @@ func openSystem(ctx context.Context, e *env, f *busFlags, needBus bool) (*system
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	sys := &system{bus: b, cfg: cfg, data: data, log: log, host: fmt.Sprintf("%s-%d", host, os.Getpid()), stager: stg,
+	sys := &system{bus: b, cfg: cfg, data: data, log: log, auth: auth, host: fmt.Sprintf("%s-%d", host, os.Getpid()), stager: stg,
 		protected: []string{data, cfg.Path, f.creds}}
 	if f.natsListen != "" {
 		sys.own = append(sys.own, f.natsListen)
@@ -176,8 +191,28 @@ func (s *system) clusters(only []string) ([]cluster.Cluster, error) {
 	return out, nil
 }
 
-// allServices in start order.
-var allServices = []string{"ingest", "incarnator", "stager", "executor", "watcher"}
+// allServices in start order: the read side last, so the routes of the others are in
+// its mux before it serves.
+var allServices = []string{"ingest", "incarnator", "stager", "executor", "watcher", "readside"}
+
+// routes is the process's HTTP mux, holding the routes of the services started so far.
+func (s *system) routes() *http.ServeMux {
+	if s.mux == nil {
+		s.mux = http.NewServeMux()
+		s.mux.HandleFunc("GET /v1/version", serveVersion)
+		s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	}
+	return s.mux
+}
+
+// registry holds the metrics of every service of the process.
+func (s *system) registry() *prometheus.Registry {
+	if s.metrics == nil {
+		s.metrics = prometheus.NewRegistry()
+		s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	return s.metrics
+}
 
 // start runs the named services in g.
 func (s *system) start(ctx context.Context, g *errgroup.Group, names []string, only []string) error {
@@ -194,10 +229,12 @@ func (s *system) start(ctx context.Context, g *errgroup.Group, names []string, o
 		}
 		switch name {
 		case "ingest":
-			deps := ingest.Deps{Conn: c.nc, Store: c.store, Logger: log, Now: now, Check: vetJob}
+			deps := ingest.Deps{Conn: c.nc, Store: c.store, Events: c.store, Auth: s.auth, Logger: log, Now: now, Check: vetJob}
 			if s.ingest, err = ingest.New(ingest.Config{}, deps); err != nil {
 				return err
 			}
+			s.ingest.Routes(s.routes())
+			stager.UploadAPI{JS: s.bus.JS}.Routes(s.routes())
 			g.Go(func() error { return ingest.Run(ctx, ingest.Config{}, deps) })
 		case "incarnator":
 			profiles, err := incarnator.LoadProfiles(s.cfg.ProfileDir)
@@ -218,6 +255,8 @@ func (s *system) start(ctx context.Context, g *errgroup.Group, names []string, o
 				return stager.Run(ctx, cfg, stager.Deps{JS: c.js, Store: c.store, Logger: log, Now: now})
 			})
 		case "executor":
+			// Cancel, hold and resume are the executor's to carry out, and so its to record.
+			executor.ControlAPI{Store: c.store}.Routes(s.routes())
 			for _, cl := range clusters {
 				cfg := executor.Config{Cluster: cl, ID: s.host, Workers: 32}
 				g.Go(func() error {
@@ -225,7 +264,6 @@ func (s *system) start(ctx context.Context, g *errgroup.Group, names []string, o
 				})
 			}
 		case "watcher":
-			s.readAPI = &watcher.API{Store: c.store, JS: c.js}
 			probers, closeProbers, err := s.probers(clusters, c.store.State, log)
 			if err != nil {
 				return err
@@ -233,8 +271,12 @@ func (s *system) start(ctx context.Context, g *errgroup.Group, names []string, o
 			g.Go(func() error {
 				defer closeProbers()
 				return watcher.Run(ctx, watcher.Config{Clusters: clusters},
-					watcher.Deps{JS: c.js, Conn: c.nc, Store: c.store, Logger: log, Now: now, Probers: probers, API: s.readAPI})
+					watcher.Deps{JS: c.js, Conn: c.nc, Store: c.store, Logger: log, Now: now, Probers: probers, Metrics: s.registry()})
 			})
+		case "readside":
+			deps := readside.Deps{JS: c.js, Store: c.store, Logger: log, Metrics: s.registry(),
+				HTTP: readside.HTTP{Listener: s.listener, Mux: s.routes(), Wrap: s.auth.Middleware}}
+			g.Go(func() error { return readside.Run(ctx, readside.Config{}, deps) })
 		default:
 			return fmt.Errorf("unknown service %q (one of %v)", name, allServices)
 		}

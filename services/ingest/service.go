@@ -1,6 +1,8 @@
 // Package ingest is every way in: it reads job descriptions in the languages of the
-// specs, turns them into canonical jobs, and appends one submitted event per job. A
-// rejected document appends nothing. It does not choose where jobs run or run them.
+// specs, turns them into canonical jobs, and appends one submitted event per job; and it
+// takes other systems' events about jobs (external.go), checked like gridwire's own. A
+// rejected document or event appends nothing. It does not choose where jobs run or run
+// them.
 package ingest
 
 import (
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/httpapi"
 	"github.com/nats-io/nats.go"
 )
 
@@ -44,10 +47,23 @@ type Store interface {
 	Create(ctx context.Context, e events.Event) (uint64, error)
 }
 
+// EventStore is what other systems' events need of the event store: a decision on a
+// job's folded history, appended under the fold's rules.
+type EventStore interface {
+	Decide(ctx context.Context, jobID string, decide events.Decision) (events.State, error)
+}
+
 // Deps are ingest's live collaborators.
 type Deps struct {
-	Conn   *nats.Conn // for the request endpoint; nil disables it
-	Store  Store
+	Conn  *nats.Conn // for the request endpoints; nil disables them
+	Store Store
+	// Events takes other systems' events (POST /v1/events and events.SubjectExternal);
+	// nil takes none.
+	Events EventStore
+	// Auth checks the bearer tokens of external events arriving over NATS; nil trusts
+	// every NATS client (the bus itself is then the boundary). Over HTTP, the server's
+	// middleware authenticates.
+	Auth   *httpapi.Auth
 	Logger *slog.Logger
 	Now    func() time.Time
 	// Check, when set, vets every parsed job before anything is appended (the stager's
@@ -96,7 +112,8 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	return &Service{cfg: cfg, deps: deps}, nil
 }
 
-// Run serves the NATS request endpoint until ctx ends.
+// Run serves the NATS request endpoints (submissions, and external events when
+// deps.Events is set) until ctx ends.
 func Run(ctx context.Context, cfg Config, deps Deps) error {
 	s, err := New(cfg, deps)
 	if err != nil {
@@ -106,12 +123,38 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 		<-ctx.Done()
 		return nil
 	}
-	sub, err := deps.Conn.QueueSubscribe(events.SubjectSubmit, s.cfg.Queue, func(m *nats.Msg) { s.serveNATS(ctx, m) })
-	if err != nil {
-		return fmt.Errorf("ingest: subscribing %s: %w", events.SubjectSubmit, err)
+	endpoints := map[string]func(context.Context, *nats.Msg){events.SubjectSubmit: s.serveNATS}
+	if deps.Events != nil {
+		endpoints[events.SubjectExternal] = s.publishNATS
 	}
-	<-ctx.Done()
-	return sub.Drain()
+	var subs []*nats.Subscription
+	var errs []error
+	for subject, serve := range endpoints {
+		sub, err := deps.Conn.QueueSubscribe(subject, s.cfg.Queue, func(m *nats.Msg) { serve(ctx, m) })
+		if err != nil {
+			errs = append(errs, fmt.Errorf("ingest: subscribing %s: %w", subject, err))
+			break
+		}
+		subs = append(subs, sub)
+	}
+	if len(errs) == 0 {
+		<-ctx.Done()
+	}
+	for _, sub := range subs {
+		if err := sub.Drain(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Routes registers ingest's HTTP way in on mux: POST /v1/jobs (ServeHTTP), and POST
+// /v1/events when deps.Events is set.
+func (s *Service) Routes(mux *http.ServeMux) {
+	mux.Handle("POST /v1/jobs", s)
+	if s.deps.Events != nil {
+		mux.HandleFunc("POST /v1/events", s.publish)
+	}
 }
 
 // Parse reads a submission without appending anything.

@@ -76,8 +76,19 @@ func newFollower(cfg Config, deps Deps, cluster string, kv jetstream.KeyValue, p
 }
 
 func (f *follower) run(ctx context.Context) error {
-	if err := f.restore(ctx); err != nil {
-		return err
+	// A restore that fails (the server restarting while this watcher starts) is tried
+	// again: without it, the jobs followed before would be forgotten.
+	for {
+		err := f.restore(ctx)
+		if err == nil {
+			break
+		}
+		f.log.Warn("restoring followed jobs; trying again", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
 	}
 	if f.deps.Conn != nil {
 		sub, err := f.deps.Conn.Subscribe(events.HintSubject("exit", f.cluster), func(m *nats.Msg) { f.poke(string(m.Data)) })

@@ -3,7 +3,6 @@ module github.com/gridwire/gridwire/services/watcher
 go 1.26.8
 
 require (
-	github.com/google/go-cmp v0.7.0
 	github.com/gridwire/gridwire/events v0.0.0
 	github.com/gridwire/gridwire/pkg v0.0.0
 	github.com/nats-io/nats.go v1.55.0

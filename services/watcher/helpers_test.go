@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -78,14 +76,3 @@ func eventually(tb testing.TB, what string, cond func() bool) {
 }
 
 func nopLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
-
-// newLoopbackServer serves h on 127.0.0.1 until the test ends and returns its URL.
-func newLoopbackServer(tb testing.TB, h http.Handler) string {
-	tb.Helper()
-	srv := httptest.NewServer(h)
-	tb.Cleanup(func() {
-		srv.CloseClientConnections()
-		srv.Close()
-	})
-	return srv.URL
-}

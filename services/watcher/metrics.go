@@ -2,78 +2,59 @@ package watcher
 
 import (
 	"context"
-	"net/http"
-	"strings"
-	"sync"
-	"time"
+	"errors"
+	"fmt"
 
-	"github.com/gridwire/gridwire/events"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Metrics are the watcher's Prometheus metrics: jobs by cluster and state (from the
-// projection), event append latency (from the log), consumer lag per service (from the
-// server), and status polls and their failures per cluster (from the followers).
-type Metrics struct {
-	reg          *prometheus.Registry
-	appendTime   *prometheus.HistogramVec
-	polls        *prometheus.CounterVec
-	pollFailures *prometheus.CounterVec
+// pollMetrics count status polls and their failures per cluster.
+type pollMetrics struct {
+	polls, failures *prometheus.CounterVec
 }
 
-// NewMetrics builds the metrics of an API's job table and a JetStream's consumers.
-func NewMetrics(table *Table, js jetstream.JetStream) *Metrics {
-	m := &Metrics{
-		reg: prometheus.NewRegistry(),
-		appendTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "gridwire_event_append_seconds",
-			Help:    "Time from an event's creation (its CloudEvents time) to its storage in the log (the stream's timestamp), by event type and service.",
-			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
-		}, []string{"event", "service"}),
-		polls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gridwire_status_polls_total", Help: "Status polls of a cluster's jobs (one per batch).",
-		}, []string{"cluster"}),
-		pollFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gridwire_status_poll_failures_total", Help: "Status polls that failed (status_unknown).",
-		}, []string{"cluster"}),
+// newPollMetrics registers the poll counters with reg; counters reg already holds (a
+// watcher of this process registered them before) are shared. A nil reg counts nothing.
+func newPollMetrics(reg prometheus.Registerer) (*pollMetrics, error) {
+	if reg == nil {
+		return nil, nil
 	}
-	m.reg.MustRegister(m.appendTime, m.polls, m.pollFailures, tableCollector{table}, consumerCollector{js},
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return m
-}
-
-// Handler serves the metrics in the Prometheus exposition format.
-func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
-}
-
-// observeAppend records one stored event's append latency.
-func (m *Metrics) observeAppend(e events.Event, stored time.Time) {
-	if m == nil || e.Time.IsZero() {
-		return
+	polls, err := register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gridwire_status_polls_total", Help: "Status polls of a cluster's jobs (one per batch).",
+	}, []string{"cluster"}))
+	if err != nil {
+		return nil, err
 	}
-	m.appendTime.WithLabelValues(string(e.Name), serviceOf(e.Source)).Observe(max(stored.Sub(e.Time), 0).Seconds())
-}
-
-// serviceOf is the service in a gridwire source (gridwire/<service>/<host>), else
-// "external".
-func serviceOf(source string) string {
-	parts := strings.Split(source, "/")
-	if len(parts) >= 2 && parts[0] == "gridwire" {
-		return parts[1]
+	failures, err := register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gridwire_status_poll_failures_total", Help: "Status polls that failed (status_unknown).",
+	}, []string{"cluster"}))
+	if err != nil {
+		return nil, err
 	}
-	return "external"
+	return &pollMetrics{polls: polls, failures: failures}, nil
 }
 
-// countPolls wraps a cluster's prober to count its polls and failures.
-func (m *Metrics) countPolls(cluster string, p Prober) Prober {
+func register(reg prometheus.Registerer, c *prometheus.CounterVec) (*prometheus.CounterVec, error) {
+	err := reg.Register(c)
+	var already prometheus.AlreadyRegisteredError
+	switch {
+	case errors.As(err, &already):
+		if existing, ok := already.ExistingCollector.(*prometheus.CounterVec); ok {
+			return existing, nil
+		}
+		return nil, fmt.Errorf("watcher: registering metrics: %w", err)
+	case err != nil:
+		return nil, fmt.Errorf("watcher: registering metrics: %w", err)
+	}
+	return c, nil
+}
+
+// count wraps a cluster's prober to count its polls and failures.
+func (m *pollMetrics) count(cluster string, p Prober) Prober {
 	if m == nil {
 		return p
 	}
-	return countingProber{p: p, calls: m.polls.WithLabelValues(cluster), failures: m.pollFailures.WithLabelValues(cluster)}
+	return countingProber{p: p, calls: m.polls.WithLabelValues(cluster), failures: m.failures.WithLabelValues(cluster)}
 }
 
 type countingProber struct {
@@ -88,67 +69,4 @@ func (c countingProber) Probe(ctx context.Context, jobs []Watched) (map[string]O
 		c.failures.Inc()
 	}
 	return obs, err
-}
-
-// tableCollector reports jobs by cluster and state from the projection at each scrape.
-type tableCollector struct{ t *Table }
-
-var (
-	jobsDesc = prometheus.NewDesc("gridwire_jobs", "Jobs by cluster and canonical state, from the job table projection.",
-		[]string{"cluster", "state"}, nil)
-	projectionSeqDesc = prometheus.NewDesc("gridwire_projection_seq", "Stream sequence the job table projection reflects.", nil, nil)
-	pendingDesc       = prometheus.NewDesc("gridwire_consumer_pending", "Events a service's durable consumer has not yet been delivered (its lag).",
-		[]string{"service", "consumer"}, nil)
-	ackPendingDesc = prometheus.NewDesc("gridwire_consumer_ack_pending", "Events delivered to a service's consumer and not yet acknowledged.",
-		[]string{"service", "consumer"}, nil)
-)
-
-func (c tableCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- jobsDesc
-	ch <- projectionSeqDesc
-}
-
-func (c tableCollector) Collect(ch chan<- prometheus.Metric) {
-	meta := c.t.Meta()
-	for cl, byState := range meta.Counts {
-		for st, n := range byState {
-			ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(n), cl, st)
-		}
-	}
-	ch <- prometheus.MustNewConstMetric(projectionSeqDesc, prometheus.GaugeValue, float64(meta.Seq))
-}
-
-// consumerCollector reports each durable consumer's pending count at each scrape.
-type consumerCollector struct{ js jetstream.JetStream }
-
-func (c consumerCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- pendingDesc
-	ch <- ackPendingDesc
-}
-
-func (c consumerCollector) Collect(ch chan<- prometheus.Metric) {
-	if c.js == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	stream, err := c.js.Stream(ctx, events.Stream)
-	if err != nil {
-		return
-	}
-	lister := stream.ListConsumers(ctx)
-	for info := range lister.Info() {
-		if info.Config.Durable == "" {
-			continue // ordered consumers of readers (SSE, projector) are not services
-		}
-		svc, _, _ := strings.Cut(info.Name, "-")
-		ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(info.NumPending), svc, info.Name)
-		ch <- prometheus.MustNewConstMetric(ackPendingDesc, prometheus.GaugeValue, float64(info.NumAckPending), svc, info.Name)
-	}
-}
-
-// metricsOnce lazily builds an API's metrics.
-type metricsOnce struct {
-	once sync.Once
-	m    *Metrics
 }

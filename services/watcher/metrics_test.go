@@ -2,69 +2,68 @@ package watcher
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/pkg/cluster"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
-func scrape(t *testing.T, m *Metrics) string {
+// counter is the value of a counter of reg with the given cluster label, -1 if absent.
+func counter(t *testing.T, reg *prometheus.Registry, name, cluster string) float64 {
 	t.Helper()
-	rec := httptest.NewRecorder()
-	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	b, _ := io.ReadAll(rec.Body)
-	return string(b)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "cluster" && l.GetValue() == cluster {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return -1
 }
 
-// /metrics reports jobs by cluster and state, append latency, consumer lag per service,
-// and polls and poll failures per cluster.
-func TestMetrics(t *testing.T) {
+// The watcher counts each cluster's status polls and failed polls in the registerer it
+// is given.
+func TestPollMetrics(t *testing.T) {
 	b, st := openBus(t)
-	api := &API{Store: st, JS: b.JS}
 	p := &flakyProber{}
 	p.down.Store(true)
+	reg := prometheus.NewRegistry()
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 2)
+	done := make(chan error, 1)
 	cfg := Config{Clusters: []cluster.Cluster{{Name: "hpc1", Kind: cluster.KindSSH}},
-		PollMin: 5 * time.Millisecond, PollMax: 10 * time.Millisecond, FlushEvery: 10 * time.Millisecond}
+		PollMin: 5 * time.Millisecond, PollMax: 10 * time.Millisecond}
 	go func() {
-		done <- Run(ctx, cfg, Deps{JS: b.JS, Conn: b.Conn, Store: st, Logger: slog.New(slog.DiscardHandler),
-			Probers: map[string]Prober{"hpc1": p}, API: api})
+		done <- Run(ctx, cfg, Deps{JS: b.JS, Conn: b.Conn, Store: st, Logger: nopLog(),
+			Probers: map[string]Prober{"hpc1": p}, Metrics: reg})
 	}()
-	go func() { done <- api.Run(ctx) }()
 	defer func() {
 		cancel()
-		for range 2 {
-			if err := <-done; err != nil {
-				t.Errorf("stopping: %v", err)
-			}
+		if err := <-done; err != nil {
+			t.Errorf("stopping: %v", err)
 		}
 	}()
-	running, queued := events.NewID(), events.NewID()
-	play(t, st, running, time.Now(), life(running, "hpc1", 0)[:7])
-	play(t, st, queued, time.Now(), life(queued, "hpc1", 0)[:6])
-	wants := []string{
-		`gridwire_jobs{cluster="hpc1",state="RUNNING"} 1`,
-		`gridwire_jobs{cluster="hpc1",state="QUEUED"} 1`,
-		`gridwire_event_append_seconds_count{event="submitted",service="external"} 2`,
-		`gridwire_status_poll_failures_total{cluster="hpc1"}`,
-		`gridwire_status_polls_total{cluster="hpc1"}`,
-		`gridwire_consumer_pending{consumer="watcher-end",service="watcher"} 0`,
-		`gridwire_consumer_pending{consumer="watcher-hpc1",service="watcher"} 0`,
-	}
-	var out string
-	eventually(t, "every metric", func() bool {
-		out = scrape(t, api.Metrics())
-		for _, w := range wants {
-			if !strings.Contains(out, w) {
-				return false
-			}
-		}
-		return true
+	id := events.NewID()
+	play(t, st, id, time.Now(), life(id, "hpc1", 0)[:7])
+	eventually(t, "three failed polls counted", func() bool {
+		return counter(t, reg, "gridwire_status_poll_failures_total", "hpc1") >= 3
 	})
+	p.down.Store(false)
+	failed := counter(t, reg, "gridwire_status_poll_failures_total", "hpc1")
+	eventually(t, "a poll that answers", func() bool {
+		return counter(t, reg, "gridwire_status_polls_total", "hpc1") > failed+3
+	})
+	if n := counter(t, reg, "gridwire_status_poll_failures_total", "hpc1"); n > failed+1 {
+		t.Fatalf("%v failed polls after the target answers again, want at most %v (one in flight)", n, failed+1)
+	}
 }

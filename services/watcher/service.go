@@ -1,10 +1,8 @@
-// Package watcher follows every started job on its target until it ends, decides its
-// terminal state once stage-out is recorded, and serves the read side of the log: the
-// job table projection in KV (kept live, rebuilt by Rebuild), the HTTP API of jobs,
-// histories and the live event stream (SSE), other systems' events (POST /v1/events and
-// events.SubjectExternal), the audit of hash chains, the web page and the metrics. It observes;
-// it never starts, stops or stages anything. A failed observation is recorded as
-// status_unknown, never as an invented end.
+// Package watcher follows every started job on its target until it ends and decides its
+// terminal state once stage-out is recorded: the log's "what happened". It observes; it
+// never starts, stops or stages anything, and it serves no one (the read side shows
+// what it records). A failed observation is recorded as status_unknown, never as an
+// invented end.
 package watcher
 
 import (
@@ -18,6 +16,7 @@ import (
 	"github.com/gridwire/gridwire/pkg/cluster"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -30,11 +29,6 @@ type Config struct {
 	// VanishGrace is how long a job may be gone from its target without an exit status
 	// before it is recorded as ended without one (default 30s).
 	VanishGrace time.Duration
-	// Projection is the KV bucket of the job table projection (default JobsBucket);
-	// "-" runs no projector (another watcher process maintains it).
-	Projection string
-	// FlushEvery is how often the projector writes what it folded (default 100ms).
-	FlushEvery time.Duration
 }
 
 // Validate reports configuration errors.
@@ -54,12 +48,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.VanishGrace == 0 {
 		c.VanishGrace = 30 * time.Second
-	}
-	if c.Projection == "" {
-		c.Projection = JobsBucket
-	}
-	if c.FlushEvery <= 0 {
-		c.FlushEvery = 100 * time.Millisecond
 	}
 	return c
 }
@@ -84,9 +72,9 @@ type Deps struct {
 	// Probers observe jobs on a cluster, by cluster name; a fork cluster with none gets
 	// a ForkProber.
 	Probers map[string]Prober
-	// API, when this process serves the read side, receives the watcher's metrics
-	// (polls per cluster, append latency).
-	API *API
+	// Metrics, when set, receives the watcher's metrics: status polls and their
+	// failures per cluster.
+	Metrics prometheus.Registerer
 }
 
 // Run follows the configured clusters and decides terminal states until ctx ends.
@@ -105,13 +93,12 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 	if err != nil {
 		return err
 	}
+	polls, err := newPollMetrics(deps.Metrics)
+	if err != nil {
+		return err
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return runEnder(gctx, deps) })
-	if cfg.Projection != "-" {
-		g.Go(func() error {
-			return runProjector(gctx, deps.JS, cfg.Projection, cfg.FlushEvery, deps.Logger, deps.metrics())
-		})
-	}
 	for _, cl := range cfg.Clusters {
 		p := deps.Probers[cl.Name]
 		if p == nil {
@@ -120,17 +107,10 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 			}
 			p = ForkProber{}
 		}
-		f := newFollower(cfg, deps, cl.Name, kv, deps.metrics().countPolls(cl.Name, p))
+		f := newFollower(cfg, deps, cl.Name, kv, polls.count(cl.Name, p))
 		g.Go(func() error { return f.run(gctx) })
 	}
 	return g.Wait()
-}
-
-func (d Deps) metrics() *Metrics {
-	if d.API == nil {
-		return nil
-	}
-	return d.API.Metrics()
 }
 
 // runEnder appends the terminal event of every job whose stage-out is recorded.

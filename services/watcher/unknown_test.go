@@ -41,7 +41,7 @@ func runWatcher(t *testing.T, b *bus.Bus, st *events.Store, p Prober) func() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	cfg := Config{Clusters: []cluster.Cluster{{Name: "hpc1", Kind: cluster.KindSSH}},
-		PollMin: 5 * time.Millisecond, PollMax: 20 * time.Millisecond, Projection: "-"}
+		PollMin: 5 * time.Millisecond, PollMax: 20 * time.Millisecond}
 	go func() {
 		done <- Run(ctx, cfg, Deps{JS: b.JS, Conn: b.Conn, Store: st, Logger: slog.New(slog.DiscardHandler),
 			Probers: map[string]Prober{"hpc1": p}})

@@ -1,9 +1,10 @@
 //go:build e2e
 
-package watcher
+package readside
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
@@ -69,27 +70,35 @@ func rowOf(dom, id string) string {
 func TestWebPageInBrowser(t *testing.T) {
 	browser := chromium(t)
 	b, st := openBus(t)
-	a := &API{Store: st, JS: b.JS}
-	mux := http.NewServeMux()
-	a.Routes(mux)
-	srv := newLoopbackServer(t, streamFor(1500*time.Millisecond, mux))
 	done, running := events.NewID(), events.NewID()
 	play(t, st, done, t0, life(done, "c1", 0))
 	steps := life(running, "c2", 1)
 	play(t, st, running, t0.Add(time.Minute), steps[:7])
-	// The projection and its mirror see the job RUNNING, then stop following the log.
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan error, 2)
-	go func() { stopped <- runProjector(ctx, b.JS, JobsBucket, 10*time.Millisecond, nopLog(), nil) }()
-	go func() { stopped <- a.Run(ctx) }()
-	eventually(t, "the table to show both jobs", func() bool {
-		r, ok := a.Jobs().Row(running)
-		return ok && r.Status == events.StatusRunning && a.Jobs().Meta().Jobs == 2
+	// The projection sees the job RUNNING, then stops following the log.
+	const bucket = "frozen"
+	stop := start(b, st, Config{Bucket: bucket, FlushEvery: 10 * time.Millisecond}, HTTP{})
+	eventually(t, "the projection to fold every event", func() bool {
+		kv, err := b.JS.KeyValue(context.Background(), bucket)
+		if err != nil {
+			return false
+		}
+		e, err := kv.Get(context.Background(), MetaKey)
+		var m Meta
+		return err == nil && json.Unmarshal(e.Value(), &m) == nil && m.Seq == uint64(len(steps[:7])+11)
 	})
-	cancel()
-	<-stopped
-	<-stopped
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
 	play(t, st, running, t0.Add(2*time.Minute), steps[7:]) // ends while the table is behind
+	// The page is served from that projection, mirrored as it is.
+	srv := serve(t, b, st, Config{Bucket: bucket, NoProjector: true}, func(h http.Handler) http.Handler {
+		return streamFor(1500*time.Millisecond, h)
+	}).URL
+	eventually(t, "the table to show both jobs", func() bool {
+		var p Page
+		getJSON(t, srv+"/v1/jobs", &p)
+		return len(p.Jobs) == 2
+	})
 
 	dom := dumpDOM(t, browser, srv+"/")
 	for id, want := range map[string]string{done: "SUCCEEDED", running: "FAILED"} {

@@ -1,4 +1,4 @@
-package watcher
+package readside
 
 import (
 	"context"
@@ -22,7 +22,7 @@ const sseKeepAlive = 15 * time.Second
 // It resumes after Last-Event-ID (or ?after=SEQ) with the next stored event, so a
 // reconnecting client misses nothing and sees nothing twice; ?job=ID narrows it to one
 // job (from the job's start unless resuming). Without either it starts with new events.
-func (a *API) stream(w http.ResponseWriter, r *http.Request) {
+func (a *api) stream(w http.ResponseWriter, r *http.Request) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		httpapi.WriteError(w, errors.New("streaming unsupported"))
@@ -33,7 +33,7 @@ func (a *API) stream(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, err)
 		return
 	}
-	cons, err := a.JS.OrderedConsumer(r.Context(), events.Stream, cfg)
+	cons, err := a.js.OrderedConsumer(r.Context(), events.Stream, cfg)
 	if err != nil {
 		httpapi.WriteError(w, err)
 		return

@@ -1,4 +1,4 @@
-package watcher
+package readside
 
 import (
 	"bufio"
@@ -153,10 +153,7 @@ func BenchmarkFold(b *testing.B) {
 func BenchmarkSSEFanout(b *testing.B) {
 	const clients = 100
 	bus, st := openBus(b)
-	a := &API{Store: st, JS: bus.JS}
-	mux := http.NewServeMux()
-	a.Routes(mux)
-	url := newLoopbackServer(b, mux)
+	url := serve(b, bus, st, Config{NoProjector: true}, nil).URL
 	var received sync.WaitGroup
 	var ready sync.WaitGroup
 	lastSeen := make([]atomic.Int64, clients) // unix nanos of each client's last event
@@ -221,10 +218,7 @@ func BenchmarkSSEFanout(b *testing.B) {
 func BenchmarkSSELatency(b *testing.B) {
 	const clients = 100
 	bus, st := openBus(b)
-	a := &API{Store: st, JS: bus.JS}
-	mux := http.NewServeMux()
-	a.Routes(mux)
-	url := newLoopbackServer(b, mux)
+	url := serve(b, bus, st, Config{NoProjector: true}, nil).URL
 	got := make(chan struct{}, clients*4)
 	var ready sync.WaitGroup
 	for i := 0; i < clients; i++ {

@@ -1,4 +1,4 @@
-package watcher
+package readside
 
 import (
 	"bytes"

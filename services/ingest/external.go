@@ -1,4 +1,4 @@
-package watcher
+package ingest
 
 import (
 	"bytes"
@@ -16,14 +16,25 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
+// External events: other systems publish facts about jobs (a site's own scheduler, a
+// workflow engine) so one history holds jobs gridwire did not start. Each is one
+// structured-mode CloudEvent, on POST /v1/events or as a request on
+// events.SubjectExternal (the token in an Authorization header, a refusal's HTTP status
+// in the StatusHeader of the reply). Its type must be a gridwire job event type, its
+// data must decode strictly into that type's payload, its source must be one the
+// caller's token lists, and the fold must accept it (submitted creates a job). It is
+// appended through the store (prevhash, prevseq, the caller's principal), unrouted, so
+// it records a fact and never hands work to gridwire's executors. A retry with the
+// same id appends nothing.
+
 // StatusHeader carries the HTTP status of a refused external event in the NATS reply.
 const StatusHeader = "Gridwire-Status"
 
 // maxExternalBody bounds one external event.
 const maxExternalBody = 1 << 20
 
-// Accepted is the answer to an accepted external event.
-type Accepted struct {
+// EventAccepted is the answer to an accepted external event.
+type EventAccepted struct {
 	ID     string        `json:"id"`
 	Job    string        `json:"job"`
 	Seq    uint64        `json:"seq"`
@@ -68,9 +79,9 @@ func parseExternal(body []byte, g httpapi.Grant, now time.Time) (events.Event, e
 
 // appendExternal appends an external event to its job's history under the fold's rules.
 // A retry of an event already recorded (same id) appends nothing and answers the same.
-func (a *API) appendExternal(ctx context.Context, e events.Event) (Accepted, error) {
+func (s *Service) appendExternal(ctx context.Context, e events.Event) (EventAccepted, error) {
 	var seq uint64
-	st, err := a.Store.Decide(ctx, e.JobID, func(st events.State) ([]events.Event, error) {
+	st, err := s.deps.Events.Decide(ctx, e.JobID, func(st events.State) ([]events.Event, error) {
 		if st.LastID == e.ID {
 			seq = st.LastSeq
 			return nil, nil
@@ -80,35 +91,28 @@ func (a *API) appendExternal(ctx context.Context, e events.Event) (Accepted, err
 	var te *events.TransitionError
 	switch {
 	case errors.As(err, &te):
-		return Accepted{}, httpapi.Errorf(http.StatusConflict, "illegal_transition", "type: %v", err)
+		return EventAccepted{}, httpapi.Errorf(http.StatusConflict, "illegal_transition", "type: %v", err)
 	case errors.Is(err, events.ErrBadEvent):
-		return Accepted{}, httpapi.Errorf(http.StatusBadRequest, "invalid_data", "data: %v", err)
+		return EventAccepted{}, httpapi.Errorf(http.StatusBadRequest, "invalid_data", "data: %v", err)
 	case err != nil:
-		return Accepted{}, err
+		return EventAccepted{}, err
 	}
 	if seq == 0 {
 		seq = st.LastSeq
 	}
-	return Accepted{ID: e.ID, Job: e.JobID, Seq: seq, Status: st.Status}, nil
-}
-
-func (a *API) now() time.Time {
-	if a.Now != nil {
-		return a.Now()
-	}
-	return time.Now()
+	return EventAccepted{ID: e.ID, Job: e.JobID, Seq: seq, Status: st.Status}, nil
 }
 
 // publish is POST /v1/events: one structured-mode CloudEvent (application/cloudevents+json
 // or application/json).
-func (a *API) publish(w http.ResponseWriter, r *http.Request) {
+func (s *Service) publish(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxExternalBody+1))
 	if err == nil && len(body) > maxExternalBody {
 		err = httpapi.Errorf(http.StatusRequestEntityTooLarge, "too_large", "body: over %d bytes", maxExternalBody)
 	}
-	var acc Accepted
+	var acc EventAccepted
 	if err == nil {
-		acc, err = a.external(r.Context(), body, httpapi.GrantFrom(r.Context()))
+		acc, err = s.external(r.Context(), body, httpapi.GrantFrom(r.Context()))
 	}
 	if err != nil {
 		httpapi.WriteError(w, err)
@@ -117,25 +121,25 @@ func (a *API) publish(w http.ResponseWriter, r *http.Request) {
 	httpapi.WriteJSON(w, http.StatusCreated, acc)
 }
 
-func (a *API) external(ctx context.Context, body []byte, g httpapi.Grant) (Accepted, error) {
-	e, err := parseExternal(body, g, a.now())
+func (s *Service) external(ctx context.Context, body []byte, g httpapi.Grant) (EventAccepted, error) {
+	e, err := parseExternal(body, g, s.deps.Now())
 	if err != nil {
-		return Accepted{}, err
+		return EventAccepted{}, err
 	}
-	return a.appendExternal(ctx, e)
+	return s.appendExternal(ctx, e)
 }
 
 // publishNATS answers one external event on events.SubjectExternal with the same JSON as HTTP.
-func (a *API) publishNATS(m *nats.Msg) {
+func (s *Service) publishNATS(ctx context.Context, m *nats.Msg) {
 	var g httpapi.Grant
 	ok := true
-	if a.Auth.Open() {
-		g, _ = a.Auth.Lookup("")
+	if s.deps.Auth.Open() {
+		g, _ = s.deps.Auth.Lookup("")
 	} else {
 		token, _ := strings.CutPrefix(m.Header.Get("Authorization"), "Bearer ")
-		g, ok = a.Auth.Lookup(token)
+		g, ok = s.deps.Auth.Lookup(token)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	var out any
 	var err error
@@ -144,7 +148,7 @@ func (a *API) publishNATS(m *nats.Msg) {
 	} else if len(m.Data) > maxExternalBody {
 		err = httpapi.Errorf(http.StatusRequestEntityTooLarge, "too_large", "body: over %d bytes", maxExternalBody)
 	} else {
-		out, err = a.external(ctx, m.Data, g)
+		out, err = s.external(ctx, m.Data, g)
 	}
 	if err != nil {
 		var apiErr *httpapi.Error

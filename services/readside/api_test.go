@@ -1,4 +1,4 @@
-package watcher
+package readside
 
 import (
 	"bufio"
@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,36 +20,82 @@ import (
 	"github.com/gridwire/gridwire/pkg/bus"
 )
 
-// apiServer runs the read API (with its projection mirror) and a projector over a
-// fresh embedded server, behind the given middleware.
-func apiServer(t *testing.T, wrap func(http.Handler) http.Handler) (*bus.Bus, *events.Store, *API, *httptest.Server) {
+// apiServer runs the read side over a fresh embedded server, serving HTTP on a
+// loopback listener behind the given middleware.
+func apiServer(t *testing.T, wrap func(http.Handler) http.Handler) (*bus.Bus, *events.Store, *testServer) {
 	t.Helper()
 	b, st := openBus(t)
-	a := &API{Store: st, JS: b.JS}
-	mux := http.NewServeMux()
-	a.Routes(mux)
-	var h http.Handler = mux
-	if wrap != nil {
-		h = wrap(h)
-	}
-	srv := httptest.NewServer(h)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 2)
-	go func() {
-		done <- runProjector(ctx, b.JS, JobsBucket, 10*time.Millisecond, slog.New(slog.DiscardHandler), nil)
-	}()
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		srv.CloseClientConnections()
-		srv.Close()
-		cancel()
-		for range 2 {
-			if err := <-done; err != nil {
-				t.Errorf("stopping: %v", err)
-			}
+	return b, st, serve(t, b, st, Config{FlushEvery: 10 * time.Millisecond}, wrap)
+}
+
+// serve runs the read side with cfg until the test ends, serving HTTP on a loopback
+// listener behind wrap.
+func serve(tb testing.TB, b *bus.Bus, st *events.Store, cfg Config, wrap func(http.Handler) http.Handler) *testServer {
+	tb.Helper()
+	ln := &cutListener{Listener: listenLoopback(tb)}
+	stop := start(b, st, cfg, HTTP{Listener: ln, Wrap: wrap})
+	tb.Cleanup(func() {
+		ln.cut()
+		if err := stop(); err != nil {
+			tb.Errorf("stopping: %v", err)
 		}
 	})
-	return b, st, a, srv
+	return &testServer{URL: "http://" + ln.Addr().String(), ln: ln}
+}
+
+// start runs the read side until the returned function stops it and says how Run ended.
+func start(b *bus.Bus, st *events.Store, cfg Config, h HTTP) func() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg, Deps{JS: b.JS, Store: st, Logger: nopLog(), HTTP: h}) }()
+	return func() error {
+		cancel()
+		return <-done
+	}
+}
+
+// testServer is where a test's read side serves.
+type testServer struct {
+	URL string
+	ln  *cutListener
+}
+
+// CloseClientConnections cuts every connection the server has accepted.
+func (s *testServer) CloseClientConnections() { s.ln.cut() }
+
+// cutListener remembers the connections it accepts, so a test can cut them.
+type cutListener struct {
+	net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func (l *cutListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.mu.Lock()
+		l.conns = append(l.conns, c)
+		l.mu.Unlock()
+	}
+	return c, err
+}
+
+func (l *cutListener) cut() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range l.conns {
+		c.Close()
+	}
+	l.conns = nil
+}
+
+func listenLoopback(tb testing.TB) net.Listener {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ln
 }
 
 func getJSON(t *testing.T, url string, out any) int {
@@ -70,7 +116,7 @@ func getJSON(t *testing.T, url string, out any) int {
 
 // as_of answers the state the job had at each moment of its life.
 func TestJobAsOf(t *testing.T) {
-	_, st, _, srv := apiServer(t, nil)
+	_, st, srv := apiServer(t, nil)
 	id := events.NewID()
 	play(t, st, id, t0, life(id, "c1", 1)) // one event a second from t0; exit code 1
 	cases := []struct {
@@ -107,7 +153,7 @@ func TestJobAsOf(t *testing.T) {
 
 // GET /v1/jobs serves the projection with filters and paging.
 func TestListFromProjection(t *testing.T) {
-	_, st, a, srv := apiServer(t, nil)
+	_, st, srv := apiServer(t, nil)
 	var ids []string
 	for n := 0; n < 6; n++ {
 		id := events.NewID()
@@ -115,7 +161,11 @@ func TestListFromProjection(t *testing.T) {
 		steps := life(id, []string{"c1", "c2"}[n%2], n)
 		play(t, st, id, t0.Add(time.Duration(n)*time.Minute), steps[:len(steps)-n%2])
 	}
-	eventually(t, "the mirror to hold every job", func() bool { return a.Jobs().Meta().Jobs == 6 && a.Jobs().Meta().Seq >= 6*11-3 })
+	eventually(t, "the mirror to hold every job", func() bool {
+		var all Page
+		getJSON(t, srv.URL+"/v1/jobs?limit=1000", &all)
+		return len(all.Jobs) == 6 && all.Seq >= 6*11-3
+	})
 	var p Page
 	getJSON(t, srv.URL+"/v1/jobs?cluster=c2&limit=2", &p)
 	if len(p.Jobs) != 2 || p.Jobs[0].ID != ids[1] || p.Jobs[1].ID != ids[3] || p.Next != ids[3] {
@@ -169,7 +219,7 @@ func readSSE(t *testing.T, resp *http.Response, n int) (ids []uint64, names []st
 // A client that is cut off mid-stream and reconnects with Last-Event-ID receives every
 // event exactly once, in order, including those appended while it was away.
 func TestSSEResumesWithoutGapOrDuplicate(t *testing.T) {
-	_, st, _, srv := apiServer(t, nil)
+	_, st, srv := apiServer(t, nil)
 	first, second := events.NewID(), events.NewID()
 	play(t, st, first, t0, life(first, "c1", 0)) // 11 events, seq 1..11
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/events?after=0", nil)
@@ -202,7 +252,7 @@ func TestSSEResumesWithoutGapOrDuplicate(t *testing.T) {
 
 // ?job=ID streams one job's events from its start.
 func TestSSEOneJob(t *testing.T) {
-	_, st, _, srv := apiServer(t, nil)
+	_, st, srv := apiServer(t, nil)
 	a, b := events.NewID(), events.NewID()
 	play(t, st, a, t0, life(a, "c1", 0)[:3])
 	play(t, st, b, t0, life(b, "c1", 0)[:2])
@@ -223,7 +273,7 @@ func TestSSEOneJob(t *testing.T) {
 // An event whose data is not JSON (written around the store) is streamed without its
 // data; the stream goes on past it.
 func TestSSEGoesOnPastBadData(t *testing.T) {
-	b, st, _, srv := apiServer(t, nil)
+	b, st, srv := apiServer(t, nil)
 	id := events.NewID()
 	play(t, st, id, t0, life(id, "c1", 0)[:2])
 	bad, _ := events.New(id, events.HoldRequested, "", t0, events.Note{})
@@ -253,7 +303,7 @@ func TestSSEGoesOnPastBadData(t *testing.T) {
 // A history with an event the fold refuses (published around the store) still shows:
 // the state folded up to it, naming it, and every stored event.
 func TestJobWithRefusedEvent(t *testing.T) {
-	b, st, _, srv := apiServer(t, nil)
+	b, st, srv := apiServer(t, nil)
 	id := events.NewID()
 	play(t, st, id, t0, life(id, "c1", 0)[:3])
 	again, _ := events.New(id, events.Submitted, "", t0, events.Job{ID: id})

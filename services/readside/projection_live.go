@@ -1,4 +1,4 @@
-package watcher
+package readside
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 
 // projector keeps the job table projection in KV up to date with the log. It folds every
 // event into its table and writes the rows that changed, then the stamp, every flush
-// interval. Several watchers may run one each: they write the same rows.
+// interval. Several read-side processes may run one each: they write the same rows.
 type projector struct {
 	js      jetstream.JetStream
 	kv      jetstream.KeyValue
@@ -25,15 +25,15 @@ type projector struct {
 	folded  uint64 // stream sequence of the last event folded
 	written uint64 // the stamp last written
 	// metrics, when set, observe each new event's append latency.
-	metrics *Metrics
+	metrics *metrics
 }
 
 // runProjector maintains the projection in bucket until ctx ends.
 //
-// A failure (the server restarting, a write that times out) does not stop the watcher:
+// A failure (the server restarting, a write that times out) does not stop the read side:
 // the projector starts again from what its bucket holds, after a back-off, because a
 // projection can always be rebuilt from its stamp and the log.
-func runProjector(ctx context.Context, js jetstream.JetStream, bucket string, every time.Duration, log *slog.Logger, m *Metrics) error {
+func runProjector(ctx context.Context, js jetstream.JetStream, bucket string, every time.Duration, log *slog.Logger, m *metrics) error {
 	wait := 250 * time.Millisecond
 	for {
 		err := project(ctx, js, bucket, every, log, m)
@@ -50,7 +50,7 @@ func runProjector(ctx context.Context, js jetstream.JetStream, bucket string, ev
 	}
 }
 
-func project(ctx context.Context, js jetstream.JetStream, bucket string, every time.Duration, log *slog.Logger, m *Metrics) error {
+func project(ctx context.Context, js jetstream.JetStream, bucket string, every time.Duration, log *slog.Logger, m *metrics) error {
 	kv, err := projectionBucket(ctx, js, bucket)
 	if err != nil {
 		return err
@@ -109,7 +109,7 @@ func (t *Table) setEntry(entry jetstream.KeyValueEntry) (uint64, error) {
 
 // run folds the log into the projection until ctx ends. A consumer that stops or a
 // write that fails (the server restarting, say) is retried from what was folded: the
-// projection falls behind for a while, it never stops the watcher.
+// projection falls behind for a while, it never stops the read side.
 func (p *projector) run(ctx context.Context) error {
 	for {
 		err := p.consume(ctx)

@@ -1,4 +1,4 @@
-package watcher
+package ingest
 
 import (
 	"bytes"
@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/events/eventstest"
+	"github.com/gridwire/gridwire/pkg/bus"
 	"github.com/gridwire/gridwire/pkg/cluster"
 	"github.com/gridwire/gridwire/pkg/httpapi"
 	"github.com/nats-io/nats.go"
@@ -21,6 +24,46 @@ const (
 	siteA      = "urn:site:a/slurm"
 	siteB      = "urn:site:b/pbs"
 )
+
+var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+
+// externalServer runs ingest over a fresh embedded server, taking external events with
+// auth checking NATS requests, and serves its routes over HTTP behind auth's middleware.
+func externalServer(t *testing.T, auth *httpapi.Auth) (*bus.Bus, *events.Store, string) {
+	t.Helper()
+	b, st := eventstest.Open(t, "test/ingest")
+	deps := Deps{Conn: b.Conn, Store: st, Events: st, Auth: auth}
+	svc, err := New(Config{}, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	svc.Routes(mux)
+	srv := httptest.NewServer(auth.Middleware(mux))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, Config{}, deps) }()
+	t.Cleanup(func() {
+		srv.Close()
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("stopping: %v", err)
+		}
+	})
+	return b, st, srv.URL
+}
+
+// eventually polls cond until it holds or 20s pass.
+func eventually(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("waited 20s for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
 
 func testAuth(t *testing.T) *httpapi.Auth {
 	t.Helper()
@@ -70,9 +113,8 @@ func errCode(out map[string]any) string {
 // land in the job's history chained like gridwire's own, so one history holds a job
 // gridwire did not start.
 func TestExternalEventsOverHTTP(t *testing.T) {
-	auth := testAuth(t)
-	_, st, _, srv := apiServer(t, auth.Middleware)
-	url := srv.URL + "/v1/events"
+	_, st, srv := externalServer(t, testAuth(t))
+	url := srv + "/v1/events"
 	job := events.NewID()
 	sub := cloudEvent(events.NewID(), job, siteA, events.Submitted, t0,
 		events.Job{ID: job, Name: "site job", Executable: "/opt/app", Submitter: "site-a"})
@@ -133,9 +175,8 @@ func TestExternalEventsOverHTTP(t *testing.T) {
 
 // The NATS subject takes the same events with the token in a header.
 func TestExternalEventsOverNATS(t *testing.T) {
-	b, st, a, _ := apiServer(t, nil)
-	a.Auth = testAuth(t)
-	eventually(t, "the API to subscribe", func() bool {
+	b, st, _ := externalServer(t, testAuth(t))
+	eventually(t, "ingest to subscribe", func() bool {
 		_, err := b.Conn.Request(events.SubjectExternal, []byte("{}"), time.Second)
 		return err == nil
 	})

@@ -1,4 +1,4 @@
-package watcher
+package readside
 
 import (
 	"context"
@@ -9,97 +9,49 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/pkg/httpapi"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// LogStore is what the read API needs of the event store: reading a job's events as
-// stored, and appending external events under the same rules as gridwire's own.
-type LogStore interface {
-	Scan(ctx context.Context, filter string, from uint64, max int) ([]events.Event, bool, error)
-	Decide(ctx context.Context, jobID string, decide events.Decision) (events.State, error)
-}
-
-// API serves the read side over HTTP: the job table (from the projection), one job (at
+// api serves the read side over HTTP: the job table (from the projection), one job (at
 // any moment of its life), its history, the live event stream as Server-Sent Events, the
-// web page; and the way in for other systems' events. Run mirrors the projection and
-// serves external events on NATS; without Run the job table is empty.
-type API struct {
-	Store LogStore
-	JS    jetstream.JetStream
-	// Bucket is the projection bucket to mirror (default JobsBucket).
-	Bucket string
-	// Auth checks the credentials of external events arriving over NATS; nil trusts
-	// every NATS client (the bus itself is then the boundary).
-	Auth *httpapi.Auth
-	// Now is the clock for external events (default time.Now).
-	Now func() time.Time
-	// Logger is for trouble the API works around (default: discard).
-	Logger *slog.Logger
-
-	once    sync.Once
-	table   *Table
-	metrics metricsOnce
+// web page and the metrics. Its job table is the mirror of the projection bucket.
+type api struct {
+	store  Store
+	js     jetstream.JetStream
+	bucket string
+	table  *Table
+	log    *slog.Logger
 }
 
-// Metrics are the metrics of this API's job table and of the watcher that shares it.
-func (a *API) Metrics() *Metrics {
-	a.metrics.once.Do(func() { a.metrics.m = NewMetrics(a.Jobs(), a.JS) })
-	return a.metrics.m
-}
-
-// Routes registers the read routes, POST /v1/events and the web page on mux.
-func (a *API) Routes(mux *http.ServeMux) {
+// routes registers the read routes, the metrics of reg and the web page on mux.
+func (a *api) routes(mux *http.ServeMux, reg *prometheus.Registry) {
 	mux.HandleFunc("GET /v1/jobs", a.list)
 	mux.HandleFunc("GET /v1/jobs/{id}", a.job)
 	mux.HandleFunc("GET /v1/jobs/{id}/events", a.history)
 	mux.HandleFunc("GET /v1/events", a.stream)
-	mux.HandleFunc("POST /v1/events", a.publish)
-	a.webRoutes(mux)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	webRoutes(mux)
 }
 
-// Jobs is the job table this API serves: the mirror of the projection.
-func (a *API) Jobs() *Table {
-	a.once.Do(func() { a.table = NewTable() })
-	return a.table
-}
-
-// Run mirrors the projection bucket into Jobs and answers external events on
-// events.SubjectExternal until ctx ends.
-func (a *API) Run(ctx context.Context) error {
-	err := a.mirror(ctx)
-	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-		return nil // stopped while starting
-	}
-	return err
-}
-
-func (a *API) mirror(ctx context.Context) error {
-	bucket := a.Bucket
-	if bucket == "" {
-		bucket = JobsBucket
-	}
-	kv, err := projectionBucket(ctx, a.JS, bucket)
-	if err != nil {
-		return err
-	}
-	sub, err := a.JS.Conn().QueueSubscribe(events.SubjectExternal, "gridwire-api", a.publishNATS)
-	if err != nil {
-		return fmt.Errorf("subscribing to %s: %w", events.SubjectExternal, err)
-	}
-	defer sub.Unsubscribe()
-	// A watch that ends (the server restarting, say) is started again: the table keeps
-	// what it has meanwhile, and rows only ever move forward.
+// mirror copies the projection bucket into the job table until ctx ends. A bucket that
+// cannot be opened or a watch that ends (the server restarting, say) is tried again:
+// the table keeps what it has meanwhile, and rows only ever move forward.
+func (a *api) mirror(ctx context.Context) error {
 	for {
-		err := a.watch(ctx, kv)
+		kv, err := projectionBucket(ctx, a.js, a.bucket)
+		if err == nil {
+			err = a.watch(ctx, kv)
+		}
 		if ctx.Err() != nil {
 			return nil
 		}
-		a.logger().Warn("projection mirror interrupted; resuming", "bucket", bucket, "err", err)
+		a.log.Warn("projection mirror interrupted; resuming", "bucket", a.bucket, "err", err)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -109,13 +61,12 @@ func (a *API) mirror(ctx context.Context) error {
 }
 
 // watch copies the bucket's rows and every later change into the table.
-func (a *API) watch(ctx context.Context, kv jetstream.KeyValue) error {
+func (a *api) watch(ctx context.Context, kv jetstream.KeyValue) error {
 	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
 	if err != nil {
 		return err
 	}
 	defer w.Stop()
-	t := a.Jobs()
 	for {
 		select {
 		case <-ctx.Done():
@@ -127,18 +78,11 @@ func (a *API) watch(ctx context.Context, kv jetstream.KeyValue) error {
 			if entry == nil {
 				continue
 			}
-			if _, err := t.setEntry(entry); err != nil {
-				a.logger().Warn("projection row left out", "key", entry.Key(), "err", err)
+			if _, err := a.table.setEntry(entry); err != nil {
+				a.log.Warn("projection row left out", "key", entry.Key(), "err", err)
 			}
 		}
 	}
-}
-
-func (a *API) logger() *slog.Logger {
-	if a.Logger == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return a.Logger
 }
 
 // JobView is a job as the API shows it.
@@ -181,13 +125,13 @@ func ViewOf(st events.State) JobView {
 // than walking the chain back from the last event (events.Store.Load), so an event
 // written around the store is shown too, where it was stored; a job with none is an
 // API error.
-func (a *API) load(ctx context.Context, id string) ([]events.Event, error) {
+func (a *api) load(ctx context.Context, id string) ([]events.Event, error) {
 	if !events.ValidRoute(id) { // a job ID is a subject token like a route
 		return nil, httpapi.Errorf(http.StatusBadRequest, "bad_job_id", "%q is not a job ID", id)
 	}
 	var evs []events.Event
 	for from := uint64(1); ; {
-		batch, more, err := a.Store.Scan(ctx, events.JobFilter(id), from, 1024)
+		batch, more, err := a.store.Scan(ctx, events.JobFilter(id), from, 1024)
 		if err != nil {
 			return nil, err
 		}
@@ -219,7 +163,7 @@ func foldPrefix(evs []events.Event) (events.State, string) {
 
 // job serves one job's state, folded from its history; ?as_of=TIME folds only the
 // events recorded at or before TIME (RFC 3339), the state the job had then.
-func (a *API) job(w http.ResponseWriter, r *http.Request) {
+func (a *api) job(w http.ResponseWriter, r *http.Request) {
 	asOf, err := timeParam(r, "as_of")
 	if err != nil {
 		httpapi.WriteError(w, err)
@@ -266,7 +210,7 @@ func timeParam(r *http.Request, name string) (time.Time, error) {
 }
 
 // history serves a job's events as stored, whether or not the fold accepts them all.
-func (a *API) history(w http.ResponseWriter, r *http.Request) {
+func (a *api) history(w http.ResponseWriter, r *http.Request) {
 	evs, err := a.load(r.Context(), r.PathValue("id"))
 	if err != nil {
 		httpapi.WriteError(w, err)
@@ -282,13 +226,13 @@ func (a *API) history(w http.ResponseWriter, r *http.Request) {
 
 // list serves the job table from the projection: ?state=A,B&cluster=&submitter=
 // &since=TIME&until=TIME (submission time) &after=JOBID&limit=N&order=desc.
-func (a *API) list(w http.ResponseWriter, r *http.Request) {
+func (a *api) list(w http.ResponseWriter, r *http.Request) {
 	q, err := queryOf(r)
 	if err != nil {
 		httpapi.WriteError(w, err)
 		return
 	}
-	httpapi.WriteJSON(w, http.StatusOK, a.Jobs().Select(q))
+	httpapi.WriteJSON(w, http.StatusOK, a.table.Select(q))
 }
 
 func queryOf(r *http.Request) (Query, error) {

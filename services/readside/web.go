@@ -1,4 +1,4 @@
-package watcher
+package readside
 
 import (
 	"embed"
@@ -13,7 +13,7 @@ var webFiles embed.FS
 
 // webRoutes serves the page at / (the job table; /?job=ID is one job's timeline) and
 // its assets under /ui/.
-func (a *API) webRoutes(mux *http.ServeMux) {
+func webRoutes(mux *http.ServeMux) {
 	assets, _ := fs.Sub(webFiles, "web")
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-cache")
