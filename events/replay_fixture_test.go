@@ -124,6 +124,11 @@ type mutant struct {
 
 var mutants = []mutant{
 	{"exit code off by one", events.Exited, func(s *events.State) { *s.ExitCode++ }},
+	{"a signal's exit code folded as the signal", events.Exited, func(s *events.State) {
+		if *s.ExitCode > 128 {
+			*s.ExitCode -= 128
+		}
+	}},
 	{"an exit forgets the native state", events.Exited, func(s *events.State) { s.NativeState = "" }},
 	{"a hold forgets where it came from", events.Held, func(s *events.State) { s.HeldFrom = "" }},
 	{"a resume goes to QUEUED", events.Resumed, func(s *events.State) { s.Status = events.StatusQueued }},

@@ -22,8 +22,9 @@ import (
 //	                (its SHA-256 is the chain hash the next event names);
 //	NAME.state.json the State every job of the slice folded to in the live system, by ID;
 //	NAME.trail.json every job's state after each of its events, by ID: one line per
-//	                event, "SEQ EVENT STATUS" and the request and status flags then up
-//	                (see Trail), so a fold that goes wrong and right again is still seen;
+//	                event, "SEQ EVENT STATUS", the exit code and native state, and the
+//	                flags then up (see Trail), so a fold that goes wrong and right again
+//	                is still seen;
 //	NAME.row.json   the job-table projection row of every job, by ID, as the live
 //	                projector wrote it.
 const ReplayDir = "testdata/replay/v1"
@@ -116,8 +117,9 @@ func LoadFixture(dir, name string) (Fixture, error) {
 }
 
 // Trail folds a job's history with apply and describes the state after each event in
-// one line: "SEQ EVENT STATUS", then "+unknown", "+cancel", "+hold" and "+resume" for
-// the flags that are up. It stops at the first event apply refuses.
+// one line: "SEQ EVENT STATUS", then "exit=N" and "native=STATE" when known, and
+// "+unknown", "+cancel", "+hold" and "+resume" for the flags that are up. It stops at
+// the first event apply refuses.
 func Trail(history []events.Event, apply func(events.State, events.Event) (events.State, error)) ([]string, error) {
 	var st events.State
 	out := make([]string, 0, len(history))
@@ -127,6 +129,12 @@ func Trail(history []events.Event, apply func(events.State, events.Event) (event
 			return out, fmt.Errorf("event %d (%s): %w", e.Seq, e.Name, err)
 		}
 		line := fmt.Sprintf("%d %s %s", e.Seq, e.Name, st.Status)
+		if st.ExitCode != nil {
+			line += fmt.Sprintf(" exit=%d", *st.ExitCode)
+		}
+		if st.NativeState != "" {
+			line += " native=" + st.NativeState
+		}
 		for _, f := range []struct {
 			up   bool
 			name string
