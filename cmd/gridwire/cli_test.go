@@ -64,7 +64,7 @@ func TestExitStatusesAndJSONErrors(t *testing.T) {
 	server := serveCLI(t)
 	ctx := context.Background()
 	unknown := "01M7YSXJYJGT92HYD6NERX8N0S"
-	for _, verb := range []string{"status", "cancel", "history", "watch"} {
+	for _, verb := range []string{"status", "cancel", "history", "watch", "logs"} {
 		status, _, errOut := cli(ctx, verb, "--json", "--server", server, unknown)
 		var body struct {
 			Error struct {
@@ -107,7 +107,7 @@ func TestServerWithoutSchemeTimesAndFailureReason(t *testing.T) {
 	dir := t.TempDir()
 	missing := writeFile(t, dir, "missing.json", `{"version":3,"executable":"/no/such/program"}`)
 	status, out, errOut := cli(ctx, "submit", "--wait", "--server", bare, missing)
-	if status != exitFailed || !strings.Contains(out, "FAILED exit 127: ") {
+	if status != exitFailed || !strings.Contains(out, "FAILED exit 127") || !strings.Contains(out, "stderr: ") || !strings.Contains(out, "not found") {
 		t.Fatalf("submit --wait of a missing program: exit %d %q %q; want FAILED with its exit code and reason", status, out, errOut)
 	}
 	id := strings.Fields(out)[0]
@@ -317,7 +317,7 @@ func TestCompletionOfJobIDs(t *testing.T) {
 	_, out, _ := cli(context.Background(), "submit", "--server", server, job)
 	id := strings.TrimSpace(out)
 	waitListed(t, server, id)
-	for _, verb := range []string{"status", "cancel", "watch"} {
+	for _, verb := range []string{"status", "logs", "cancel", "watch"} {
 		status, out, _ := cli(context.Background(), "__complete", verb, "--server", server, id[:4])
 		if status != 0 || !strings.Contains(out, id+"\t") || !strings.Contains(out, ":4") {
 			t.Errorf("completion of %s %s: %d %q", verb, id[:4], status, out)

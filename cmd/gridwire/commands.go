@@ -9,7 +9,7 @@ func commands(e *env) []*cobra.Command {
 		id   string
 		cmds []*cobra.Command
 	}{
-		{groupFollow, []*cobra.Command{submitCmd(e), listCmd(e), statusCmd(e), watchCmd(e), historyCmd(e)}},
+		{groupFollow, []*cobra.Command{submitCmd(e), listCmd(e), statusCmd(e), logsCmd(e), watchCmd(e), historyCmd(e)}},
 		{groupOperate, []*cobra.Command{
 			controlCmd(e, "cancel", "cancel a job: it never starts, or its run is aborted"),
 			controlCmd(e, "hold", "hold a queued or running job on its target"),

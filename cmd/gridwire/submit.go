@@ -200,6 +200,11 @@ func waitAll(ctx context.Context, e *env, c *client, f *clientFlags, ids []strin
 		}
 		if !f.json {
 			fmt.Fprintln(e.stdout, outcome(v))
+			if v.Status == string(events.StatusFailed) {
+				if tail := c.stderrTail(ctx, v.ID, 5); tail != "" {
+					fmt.Fprintf(e.stdout, "  stderr: %s\n", strings.ReplaceAll(tail, "\n", "\n  stderr: "))
+				}
+			}
 		}
 	}
 	if f.json {
@@ -222,7 +227,7 @@ func outcome(v jobView) string {
 	if v.ExitCode != nil {
 		s += fmt.Sprintf(" exit %d", *v.ExitCode)
 	}
-	if v.Reason != "" {
+	if v.Reason != "" && (v.ExitCode == nil || v.Reason != fmt.Sprintf("exit code %d", *v.ExitCode)) {
 		s += ": " + v.Reason
 	}
 	return s

@@ -276,7 +276,7 @@ func (s *system) start(ctx context.Context, g *errgroup.Group, names []string, o
 		case "readside":
 			deps := readside.Deps{JS: c.js, Store: c.store, Logger: log, Metrics: s.registry(),
 				HTTP: readside.HTTP{Listener: s.listener, Mux: s.routes(), Wrap: s.auth.Middleware}}
-			g.Go(func() error { return readside.Run(ctx, readside.Config{}, deps) })
+			g.Go(func() error { return readside.Run(ctx, readside.Config{Clusters: s.cfg.Clusters}, deps) })
 		default:
 			return fmt.Errorf("unknown service %q (one of %v)", name, allServices)
 		}

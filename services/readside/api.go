@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +29,8 @@ type api struct {
 	bucket string
 	table  *Table
 	log    *slog.Logger
+	// targets reach the hosts jobs ran on, for their output.
+	targets *targets
 }
 
 // routes registers the read routes, the metrics of reg and the web page on mux.
@@ -34,6 +38,7 @@ func (a *api) routes(mux *http.ServeMux, reg *prometheus.Registry) {
 	mux.HandleFunc("GET /v1/jobs", a.list)
 	mux.HandleFunc("GET /v1/jobs/{id}", a.job)
 	mux.HandleFunc("GET /v1/jobs/{id}/events", a.history)
+	mux.HandleFunc("GET /v1/jobs/{id}/logs", a.output)
 	mux.HandleFunc("GET /v1/events", a.stream)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	webRoutes(mux)
@@ -275,4 +280,26 @@ func knownStatus(s events.Status) bool {
 		return true
 	}
 	return false
+}
+
+// knownParams refuses a query parameter the request does not take: a misspelt filter
+// must not silently match everything. access_token (how a browser's EventSource sends
+// its token) is every request's.
+func knownParams(q url.Values, known ...string) error {
+	var unknown []string
+	for k := range q {
+		if k != "access_token" && !slices.Contains(known, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	takes := "no parameters"
+	if len(known) > 0 {
+		takes = strings.Join(known, ", ")
+	}
+	return httpapi.Errorf(http.StatusBadRequest, "unknown_parameter", "%s: not a parameter of this request (it takes %s)",
+		strings.Join(unknown, ", "), takes)
 }

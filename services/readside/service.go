@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/cluster"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -32,6 +33,9 @@ type Config struct {
 	NoProjector bool
 	// FlushEvery is how often the projector writes what it folded (default 100ms).
 	FlushEvery time.Duration
+	// Clusters are the targets whose hosts the read side reaches to read jobs' output
+	// (GET /v1/jobs/{id}/logs): this host for a fork cluster, SFTP for an SSH one.
+	Clusters []cluster.Cluster
 }
 
 // Validate reports configuration errors.
@@ -97,7 +101,9 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 		deps.Metrics = prometheus.NewRegistry()
 		deps.Metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	a := &api{store: deps.Store, js: deps.JS, bucket: cfg.Bucket, table: NewTable(), log: deps.Logger}
+	a := &api{store: deps.Store, js: deps.JS, bucket: cfg.Bucket, table: NewTable(), log: deps.Logger,
+		targets: newTargets(cfg.Clusters, deps.Logger)}
+	defer a.targets.Close()
 	m, err := newMetrics(deps.Metrics, a.table, deps.JS)
 	if err != nil {
 		return err
