@@ -17,7 +17,7 @@ func commands(e *env) []*cobra.Command {
 		}},
 		{groupOffline, []*cobra.Command{normalizeCmd(e), renderCmd(e), profilesCmd(e), replayCmd(e), auditCmd(e), benchCmd(e)}},
 		{groupServe, []*cobra.Command{serveCmd(e), serviceCmd(e, "ingest"), serviceCmd(e, "incarnator"),
-			serviceCmd(e, "executor"), serviceCmd(e, "stager"), serviceCmd(e, "watcher"), serviceCmd(e, "readside")}},
+			serviceCmd(e, "executor"), serviceCmd(e, "stager"), serviceCmd(e, "watcher"), serviceCmd(e, "readside"), ptpProxyCmd(e)}},
 	}
 	var all []*cobra.Command
 	for _, g := range groups {

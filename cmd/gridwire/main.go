@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -16,9 +17,22 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	status := runStatus(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	status := runStatus(ctx, argsOf(os.Args), os.Getenv, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(status)
+}
+
+// ptpProxyName is the name under which the binary acts as `gridwire ptp-proxy`: Eclipse
+// PTP launches a proxy as one program path followed by its own flags, with no room for a
+// verb before them, so a link of this name to gridwire is what PTP is given.
+const ptpProxyName = "gridwire-ptp-proxy"
+
+// argsOf is the verb and flags of a command line, the verb implied by the program name.
+func argsOf(argv []string) []string {
+	if len(argv) > 0 && filepath.Base(argv[0]) == ptpProxyName {
+		return append([]string{"ptp-proxy"}, argv[1:]...)
+	}
+	return argv[1:]
 }
 
 // env is what every verb may use of the outside world.

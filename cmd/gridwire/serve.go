@@ -13,23 +13,29 @@ import (
 
 func serveCmd(e *env) *cobra.Command {
 	f := &busFlags{}
-	var httpAddr string
+	var httpAddr, ptpAddr string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "run NATS (embedded unless --nats-url), every service and the HTTP API",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return serve(cmd.Context(), e, f, httpAddr)
+			return serve(cmd.Context(), e, f, httpAddr, ptpAddr)
 		},
 	}
 	f.register(cmd.Flags(), e)
 	cmd.Flags().StringVar(&httpAddr, "http", "127.0.0.1:8080", "HTTP API address")
+	cmd.Flags().StringVar(&ptpAddr, "ptp-listen", "", "also serve Eclipse PTP resource-manager sessions here (e.g. 127.0.0.1:7790); beyond loopback only with tokens")
 	return cmd
 }
 
-func serve(ctx context.Context, e *env, f *busFlags, httpAddr string) error {
+func serve(ctx context.Context, e *env, f *busFlags, httpAddr, ptpAddr string) error {
 	if err := checkServe(f.config, httpAddr); err != nil {
 		return err
+	}
+	if ptpAddr != "" {
+		if err := checkServe(f.config, ptpAddr); err != nil {
+			return fmt.Errorf("--ptp-listen: %w", err)
+		}
 	}
 	sys, err := openSystem(ctx, e, f, true)
 	if err != nil {
@@ -44,6 +50,11 @@ func serve(ctx context.Context, e *env, f *busFlags, httpAddr string) error {
 	if err := sys.start(gctx, g, allServices, f.clusters); err != nil {
 		sys.listener.Close()
 		return err
+	}
+	if ptpAddr != "" {
+		if err := sys.startPTP(gctx, g, ptpAddr); err != nil {
+			return err
+		}
 	}
 	addr := sys.listener.Addr().String()
 	sys.log.Info("gridwire serving", "http", "http://"+addr, "data", sys.data,

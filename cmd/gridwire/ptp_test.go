@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gridwire/gridwire/pkg/ptpwire"
+	"github.com/gridwire/gridwire/services/readside/ptp/ptptest"
+)
+
+const ptpWait = 90 * time.Second
+
+// TestPTPSessionsAgainstServe drives whole sessions in both wire forms against `serve
+// --ptp-listen`, through the real pipeline: /bin/echo hello completes with exit code 0,
+// sleep 60 is terminated, events stop, the client quits; then a client that reconnects
+// with the same base ID finds the jobs under the same element IDs.
+func TestPTPSessionsAgainstServe(t *testing.T) {
+	ptpAddr := freeAddr(t)
+	serveCLI(t, "--ptp-listen", ptpAddr)
+	ids := map[string]string{}
+	for i, f := range []ptpwire.Format{ptpwire.FormatBinary, ptpwire.FormatText} {
+		c, err := ptptest.Dial(ptpAddr, f, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sub := "s" + strconv.Itoa(i)
+		for k, v := range drivePTP(t, c, sub) {
+			ids[k] = v
+		}
+		c.Close()
+	}
+	again, err := ptptest.Dial(ptpAddr, ptpwire.FormatBinary, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if err := again.Handshake(ptpWait, 5000); err != nil {
+		t.Fatal(err)
+	}
+	err = again.Wait(ptpWait, "every job again", func(c *ptptest.Client) bool { return len(c.Jobs) >= len(ids) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.Snapshot(func(c *ptptest.Client) {
+		for id, j := range c.Jobs {
+			if want, ok := ids[j.Attrs["gridwireJobId"]]; ok && want != id {
+				t.Errorf("job %s: element %s after reconnecting, was %s", j.Attrs["gridwireJobId"], id, want)
+			}
+		}
+	})
+}
+
+// TestPTPProxyConnectsBack launches `ptp-proxy` as Eclipse PTP does: the test listens as
+// Eclipse would, the proxy connects back and relays the session to serve.
+func TestPTPProxyConnectsBack(t *testing.T) {
+	ptpAddr := freeAddr(t)
+	serveCLI(t, "--ptp-listen", ptpAddr)
+	eclipse, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eclipse.Close()
+	port := eclipse.Addr().(*net.TCPAddr).Port
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	proxied := make(chan error, 1)
+	go func() {
+		_, _, err := runCLI(ctx, "ptp-proxy", "--proxy=tcp", "--host=127.0.0.1", "--port="+strconv.Itoa(port), "--debug=0", "--server", "tcp://"+ptpAddr)
+		proxied <- err
+	}()
+	conn, err := eclipse.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := ptptest.New(conn, ptpwire.FormatBinary)
+	defer c.Close()
+	drivePTP(t, c, "via-proxy")
+	select {
+	case err := <-proxied:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatalf("ptp-proxy: %v", err)
+		}
+	case <-time.After(ptpWait):
+		t.Fatal("ptp-proxy did not end after QUIT")
+	}
+}
+
+func TestPTPProxyNeedsWhereToServeFrom(t *testing.T) {
+	_, _, err := runCLI(context.Background(), "ptp-proxy", "--proxy=tcp", "--host=127.0.0.1", "--port=1")
+	if err == nil || !strings.Contains(err.Error(), "--server") {
+		t.Fatalf("ptp-proxy without --server or --nats-url: %v", err)
+	}
+}
+
+// drivePTP runs one session and returns the element ID of each job it made, by
+// gridwire job ID.
+func drivePTP(t *testing.T, c *ptptest.Client, sub string) map[string]string {
+	t.Helper()
+	check := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(c.Handshake(ptpWait, 5000))
+	check(c.Wait(ptpWait, "the model", func(c *ptptest.Client) bool { return len(c.Queues) >= 2 && len(c.Machines) >= 1 }))
+	var queue string
+	c.Snapshot(func(c *ptptest.Client) {
+		for id, q := range c.Queues {
+			if q["name"] == "local/default" {
+				queue = id
+			}
+		}
+	})
+	if queue == "" {
+		t.Fatal("no local/default queue")
+	}
+	_, err := c.Must(ptpWait, ptpwire.CmdSubmitJob, "jobSubId="+sub+"-echo", "execName=echo", "execPath=/bin", "progArgs=hello", "launchedByPTP=true", "queueId="+queue)
+	check(err)
+	check(c.Wait(ptpWait, "echo completed", func(c *ptptest.Client) bool {
+		j, ok := c.Jobs[c.BySubID[sub+"-echo"]]
+		return ok && j.Attrs["jobState"] == "COMPLETED"
+	}))
+	echo, _ := c.Job(sub + "-echo")
+	if echo.Attrs["jobStatus"] != "SUCCEEDED" || echo.Attrs["jobExitCode"] != "0" || echo.Proc["processExitCode"] != "0" {
+		t.Fatalf("echo: %v %v", echo.Attrs, echo.Proc)
+	}
+	_, err = c.Must(ptpWait, ptpwire.CmdSubmitJob, "jobSubId="+sub+"-sleep", "execName=sleep", "progArgs=60", "queueId="+queue)
+	check(err)
+	check(c.Wait(ptpWait, "sleep running", func(c *ptptest.Client) bool {
+		j, ok := c.Jobs[c.BySubID[sub+"-sleep"]]
+		return ok && j.Attrs["jobState"] == "RUNNING"
+	}))
+	sleep, _ := c.Job(sub + "-sleep")
+	_, err = c.Must(ptpWait, ptpwire.CmdTerminateJob, "jobId="+sleep.ID)
+	check(err)
+	check(c.Wait(ptpWait, "sleep cancelled", func(c *ptptest.Client) bool {
+		j := c.Jobs[sleep.ID]
+		return j.Attrs["jobState"] == "COMPLETED" && j.Attrs["jobStatus"] == "CANCELLED"
+	}))
+	r, err := c.Call(ptpWait, ptpwire.CmdSubmitJob, "jobSubId="+sub+"-bad", "execPath=/bin")
+	check(err)
+	if r[0].ID != ptpwire.EvSubmitJobError || !strings.Contains(strings.Join(r[0].Args, " "), "execName: missing") {
+		t.Fatalf("submission without execName: %v", r)
+	}
+	_, err = c.Must(ptpWait, ptpwire.CmdStopEvents)
+	check(err)
+	_, err = c.Must(ptpWait, ptpwire.CmdQuit)
+	check(err)
+	return map[string]string{echo.Attrs["gridwireJobId"]: echo.ID, sleep.Attrs["gridwireJobId"]: sleep.ID}
+}
