@@ -24,25 +24,19 @@ func TestPTPSessionsAgainstServe(t *testing.T) {
 	serveCLI(t, "--ptp-listen", ptpAddr)
 	ids := map[string]string{}
 	for i, f := range []ptpwire.Format{ptpwire.FormatBinary, ptpwire.FormatText} {
-		c, err := ptptest.Dial(ptpAddr, f, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := dialPTP(t, ptpAddr, f)
 		sub := "s" + strconv.Itoa(i)
 		for k, v := range drivePTP(t, c, sub) {
 			ids[k] = v
 		}
 		c.Close()
 	}
-	again, err := ptptest.Dial(ptpAddr, ptpwire.FormatBinary, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	again := dialPTP(t, ptpAddr, ptpwire.FormatBinary)
 	defer again.Close()
 	if err := again.Handshake(ptpWait, 5000); err != nil {
 		t.Fatal(err)
 	}
-	err = again.Wait(ptpWait, "every job again", func(c *ptptest.Client) bool { return len(c.Jobs) >= len(ids) })
+	err := again.Wait(ptpWait, "every job again", func(c *ptptest.Client) bool { return len(c.Jobs) >= len(ids) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,6 +54,7 @@ func TestPTPSessionsAgainstServe(t *testing.T) {
 func TestPTPProxyConnectsBack(t *testing.T) {
 	ptpAddr := freeAddr(t)
 	serveCLI(t, "--ptp-listen", ptpAddr)
+	dialPTP(t, ptpAddr, ptpwire.FormatBinary).Close() // listening
 	eclipse, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -94,6 +89,22 @@ func TestPTPProxyNeedsWhereToServeFrom(t *testing.T) {
 	_, _, err := runCLI(context.Background(), "ptp-proxy", "--proxy=tcp", "--host=127.0.0.1", "--port=1")
 	if err == nil || !strings.Contains(err.Error(), "--server") {
 		t.Fatalf("ptp-proxy without --server or --nats-url: %v", err)
+	}
+}
+
+// dialPTP connects to the endpoint, which starts listening a moment after the HTTP API.
+func dialPTP(t *testing.T, addr string, f ptpwire.Format) *ptptest.Client {
+	t.Helper()
+	deadline := time.Now().Add(ptpWait)
+	for {
+		c, err := ptptest.Dial(addr, f, "")
+		if err == nil {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

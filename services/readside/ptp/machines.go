@@ -25,6 +25,9 @@ type node struct {
 type queue struct {
 	Cluster, Name string
 	Offset        uint32
+	// Implied marks the one queue shown for a cluster that lists none: a job sent to it
+	// asks for no queue.
+	Implied bool
 }
 
 // Label is the queue's name in PTP: queues belong to the resource manager there, so the
@@ -58,12 +61,12 @@ func layout(ctx context.Context, ids *ids, clusters []cluster.Cluster) (*machine
 			names = []string{DefaultQueue}
 		}
 		for _, q := range names {
-			if err := m.addQueue(ctx, ids, cl.Name, q); err != nil {
+			if err := m.addQueue(ctx, ids, cl.Name, q, len(cl.Queues) == 0); err != nil {
 				return nil, err
 			}
 		}
 	}
-	return m, m.addQueue(ctx, ids, "", UnplacedQueue)
+	return m, m.addQueue(ctx, ids, "", UnplacedQueue, false)
 }
 
 func layoutCluster(ctx context.Context, ids *ids, cl cluster.Cluster) (machine, error) {
@@ -86,12 +89,12 @@ func layoutCluster(ctx context.Context, ids *ids, cl cluster.Cluster) (machine, 
 	return mach, nil
 }
 
-func (m *machines) addQueue(ctx context.Context, ids *ids, clusterName, name string) error {
+func (m *machines) addQueue(ctx context.Context, ids *ids, clusterName, name string, implied bool) error {
 	off, err := ids.named(ctx, "q", clusterName, name)
 	if err != nil {
 		return err
 	}
-	q := queue{Cluster: clusterName, Name: name, Offset: off}
+	q := queue{Cluster: clusterName, Name: name, Offset: off, Implied: implied}
 	m.queues = append(m.queues, q)
 	m.byQueue[clusterName+"/"+name] = q
 	m.byOff[off] = q
@@ -101,7 +104,7 @@ func (m *machines) addQueue(ctx context.Context, ids *ids, clusterName, name str
 // queueOf is the queue a job sits in: its cluster's queue by name, else the cluster's
 // first queue, else the unplaced queue.
 func (m *machines) queueOf(v *jobView) queue {
-	if q, ok := m.byQueue[v.Cluster+"/"+v.Queue]; ok {
+	if q, ok := m.byQueue[v.Cluster+"/"+v.Queue]; ok && v.Queue != "" {
 		return q
 	}
 	for _, q := range m.queues {

@@ -351,7 +351,11 @@ func (s *session) translateQueue(args []string) ([]string, error) {
 		if !ok || !known || q.Cluster == "" {
 			return nil, fmt.Errorf("queueId %q is not a queue of this resource manager", v)
 		}
-		out = append(out, "queueId="+q.Cluster+"/"+q.Name)
+		if q.Implied {
+			out = append(out, "queueId="+q.Cluster+"/")
+		} else {
+			out = append(out, "queueId="+q.Cluster+"/"+q.Name)
+		}
 	}
 	return out, nil
 }
