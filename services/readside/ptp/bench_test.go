@@ -144,4 +144,3 @@ func cpuTime() time.Duration {
 	ru.read()
 	return ru.total
 }
-

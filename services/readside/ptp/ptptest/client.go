@@ -289,4 +289,3 @@ func (c *Client) Snapshot(f func(c *Client)) {
 	defer c.mu.Unlock()
 	f(c)
 }
-
