@@ -157,6 +157,12 @@ func (c *client) do(ctx context.Context, method, path string, body io.Reader, co
 	if err != nil {
 		return err
 	}
+	return c.exchange(req, out)
+}
+
+// exchange sends a request and decodes its JSON answer into out (nil: ignore it), or
+// returns the server's error.
+func (c *client) exchange(req *http.Request, out any) error {
 	resp, err := c.send(req)
 	if err != nil {
 		return err

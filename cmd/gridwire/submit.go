@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -11,11 +12,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/httpapi"
 	"github.com/gridwire/gridwire/services/ingest"
 	"github.com/gridwire/gridwire/services/stager"
 	"github.com/schollz/progressbar/v3"
@@ -130,21 +131,39 @@ func submitFile(ctx context.Context, e *env, c *client, file, format string) (ac
 	if format != "" {
 		q.Set("format", format)
 	}
-	body, ctype, err := withUploads(ctx, e, c, file, data, format)
+	post := func(up ingest.Uploads) error {
+		h, err := json.Marshal(up)
+		if err != nil {
+			return err
+		}
+		req, err := c.request(ctx, http.MethodPost, "/v1/jobs?"+q.Encode(), bytes.NewReader(data), contentTypeOf(file))
+		if err != nil {
+			return err
+		}
+		req.Header.Set(ingest.HeaderUploads, string(h))
+		return c.exchange(req, &acc)
+	}
+	// The server parses the description and says which local inputs it names; they are
+	// uploaded, and the description goes again with the objects they became.
+	err = post(ingest.Uploads{})
+	var need *httpapi.Error
+	if errors.As(err, &need) && need.Code == codeUploadsRequired {
+		var objects ingest.Uploads
+		if err = namedIn(data, need.Details); err == nil {
+			if objects, err = uploadInputs(ctx, e, c, filepath.Dir(file), need.Details); err == nil {
+				err = post(objects)
+			}
+		}
+	}
 	if err != nil {
-		return acc, fmt.Errorf("%s: %w", file, err)
-	}
-	if body != nil {
-		q.Set("format", ingest.FormatCanonical)
-		data = body
-	} else {
-		ctype = contentTypeOf(file)
-	}
-	if err := c.do(ctx, http.MethodPost, "/v1/jobs?"+q.Encode(), bytes.NewReader(data), ctype, &acc); err != nil {
 		return acc, fmt.Errorf("%s: %w", file, err)
 	}
 	return acc, nil
 }
+
+// codeUploadsRequired is the server's answer to a description naming local inputs not
+// yet uploaded; its details are their names.
+const codeUploadsRequired = "uploads_required"
 
 // summarise says how many of several files were accepted, and which were refused.
 func summarise(e *env, files []string, all []accepted, refused []error) {
@@ -248,19 +267,28 @@ func eventNote(ev events.Event) string {
 	return ""
 }
 
-// withUploads uploads the local input files a description names (relative to the
-// description's directory) and returns the canonical jobs to submit instead of the
-// document; nil when there is nothing to upload or the document does not parse here
-// (the server then reports its problems).
-func withUploads(ctx context.Context, e *env, c *client, file string, data []byte, format string) ([]byte, string, error) {
-	jobs, err := ingest.Parse(filepath.Base(file), data, ingest.ParseOptions{Format: format, ContentType: contentTypeOf(file)})
-	if err != nil || !slices.ContainsFunc(jobs, stager.LocalInputs) {
-		return nil, "", nil
+// namedIn checks that every name the server asks to upload is written in the description
+// (as it is, or escaped as JSON or XML would escape it), so a server cannot make the
+// client send a file its description does not name.
+func namedIn(doc []byte, names []string) error {
+	for _, name := range names {
+		js, _ := json.Marshal(name)
+		var xs bytes.Buffer
+		_ = xml.EscapeText(&xs, []byte(name))
+		if name == "" || !bytes.Contains(doc, []byte(name)) && !bytes.Contains(doc, js[1:len(js)-1]) && !bytes.Contains(doc, xs.Bytes()) {
+			return fmt.Errorf("the server asks for an upload of %q, which the description does not name; nothing was uploaded", name)
+		}
 	}
+	return nil
+}
+
+// uploadInputs uploads the local inputs the server named (relative to the description's
+// directory dir) with a progress bar each, and returns the objects they became.
+func uploadInputs(ctx context.Context, e *env, c *client, dir string, names []string) (ingest.Uploads, error) {
 	put := func(ctx context.Context, name string, r io.Reader) error {
 		return c.do(ctx, http.MethodPut, "/v1/uploads/"+escapeSegments(name), r, "application/octet-stream", nil)
 	}
-	opt := stager.UploadOptions{Dir: filepath.Dir(file), Wrap: func(name string, size int64, r io.Reader) io.Reader {
+	opt := stager.UploadOptions{Dir: dir, Wrap: func(name string, size int64, r io.Reader) io.Reader {
 		bar := progressbar.NewOptions64(size, progressbar.OptionSetWriter(e.stderr), progressbar.OptionShowBytes(true),
 			progressbar.OptionSetDescription("uploading "+filepath.Base(name)), progressbar.OptionOnCompletion(func() {
 				fmt.Fprintln(e.stderr)
@@ -268,13 +296,8 @@ func withUploads(ctx context.Context, e *env, c *client, file string, data []byt
 		pr := progressbar.NewReader(r, bar)
 		return &pr
 	}}
-	for i := range jobs {
-		if _, err := stager.UploadInputsWith(ctx, put, &jobs[i], opt); err != nil {
-			return nil, "", err
-		}
-	}
-	body, err := json.Marshal(jobs)
-	return body, "application/json", err
+	objects, _, err := stager.Upload(ctx, put, names, opt)
+	return objects, err
 }
 
 func escapeSegments(name string) string {

@@ -10,7 +10,10 @@ import (
 )
 
 // ServeHTTP handles POST /v1/jobs: the body is a document in any supported language.
-// ?format= forces the format; ?file= names it for error messages. The principal comes
+// ?format= forces the format; ?file= names it for error messages. A Gridwire-Uploads
+// header says the document's local inputs are the submitter's files (see Uploads); while
+// any is not uploaded yet the answer is 409 uploads_required, whose details list the
+// names to upload (PUT /v1/uploads/...) before submitting again with their objects. The principal comes
 // from the request context when an authenticating middleware put one there.
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
@@ -31,8 +34,12 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if file == "" {
 		file = "(request body)"
 	}
-	acc, err := s.Submit(r.Context(), Submission{File: file, Data: data, ContentType: r.Header.Get("Content-Type"),
-		Format: r.URL.Query().Get("format"), Submitter: httpapi.PrincipalFrom(r.Context())})
+	var acc Accepted
+	uploads, err := ParseUploads(r.Header.Get(HeaderUploads))
+	if err == nil {
+		acc, err = s.Submit(r.Context(), Submission{File: file, Data: data, ContentType: r.Header.Get("Content-Type"),
+			Format: r.URL.Query().Get("format"), Submitter: httpapi.PrincipalFrom(r.Context()), Uploads: uploads})
+	}
 	status, body := responseFor(acc, err)
 	if err == nil && len(acc.Jobs) > 0 {
 		w.Header().Set("Location", "/v1/jobs/"+firstOf(acc.Parent, acc.Jobs[0])) // the group, else the job
@@ -51,7 +58,10 @@ func responseFor(acc Accepted, err error) (int, []byte) {
 	}
 	apiErr := &httpapi.Error{Status: http.StatusInternalServerError, Code: "submit_failed", Detail: err.Error()}
 	var pe *ParseError
+	var up *UploadsRequiredError
 	switch {
+	case errors.As(err, &up):
+		apiErr = &httpapi.Error{Status: http.StatusConflict, Code: "uploads_required", Detail: up.Error(), Details: up.Names}
 	case errors.As(err, &pe):
 		apiErr = &httpapi.Error{Status: http.StatusUnprocessableEntity, Code: "invalid_description", Detail: pe.Problems[0].String()}
 		for _, p := range pe.Problems {

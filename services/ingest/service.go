@@ -78,6 +78,9 @@ type Submission struct {
 	ContentType string
 	Format      string
 	Submitter   string
+	// Uploads, when not nil, says the description's local inputs are the submitter's
+	// files, uploaded as these objects (see Uploads).
+	Uploads Uploads
 }
 
 // Accepted lists the IDs a submission created: the parent record first when there is one.
@@ -167,13 +170,7 @@ func (s *Service) Parse(sub Submission) ([]events.Job, error) {
 		return nil, &ParseError{[]Problem{{File: sub.File, Line: 1, Col: 1, Field: "(document)",
 			What: fmt.Sprintf("%d bytes is over the limit of %d", len(sub.Data), limit)}}}
 	}
-	var jobs []events.Job
-	var err error
-	if sub.Format == FormatCanonical {
-		jobs, err = parseCanonical(sub)
-	} else {
-		jobs, err = Parse(sub.File, sub.Data, ParseOptions{Format: sub.Format, ContentType: sub.ContentType})
-	}
+	jobs, err := Parse(sub.File, sub.Data, ParseOptions{Format: sub.Format, ContentType: sub.ContentType})
 	if err != nil {
 		return nil, err
 	}
@@ -183,6 +180,11 @@ func (s *Service) Parse(sub Submission) ([]events.Job, error) {
 	for i, j := range jobs {
 		if err := validateJob(j); err != nil {
 			return nil, fmt.Errorf("%w: %s: job %d: %v", ErrInvalid, sub.File, i, err)
+		}
+	}
+	if sub.Uploads != nil {
+		if err := resolveUploads(sub.File, jobs, sub.Uploads); err != nil {
+			return nil, err
 		}
 	}
 	if s.deps.Check != nil {
@@ -247,7 +249,11 @@ func (s *Service) serveNATS(ctx context.Context, m *nats.Msg) {
 	if sub.File == "" {
 		sub.File = "(request)"
 	}
-	acc, err := s.Submit(ctx, sub)
+	var acc Accepted
+	var err error
+	if sub.Uploads, err = ParseUploads(m.Header.Get(HeaderUploads)); err == nil {
+		acc, err = s.Submit(ctx, sub)
+	}
 	status, body := responseFor(acc, err)
 	reply := nats.NewMsg(m.Reply)
 	reply.Header.Set("Status-Code", fmt.Sprint(status))

@@ -16,9 +16,6 @@ import (
 // with their jobs; gridwire-upload://<object> names an object in it.
 const UploadBucket = "gridwire-uploads"
 
-// UploadURL is the gridwire-upload URL of an object.
-func UploadURL(object string) string { return SchemeUpload + "://" + object }
-
 // objectName is the object a gridwire-upload URL names: everything after "//".
 func objectName(u *url.URL) string { return strings.TrimPrefix(u.Host+u.Path, "/") }
 

@@ -3,7 +3,7 @@
 // (file, direction, attempt k of N, bytes, duration, SHA-256 or error), and a file's
 // progress is read back from those events, so a restarted stager resumes where the log
 // says, without repeating or losing an attempt. It checks staging names at submission
-// (CheckURLs) and uploads a submitter's local inputs (UploadInputs). It does not choose
+// (CheckURLs) and uploads a submitter's local inputs (Upload). It does not choose
 // clusters, start jobs or decide terminal states after stage-out (the watcher does).
 package stager
 

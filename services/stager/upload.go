@@ -8,14 +8,12 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strings"
 
-	"github.com/gridwire/gridwire/events"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 )
 
-// UploadOptions tune UploadInputs.
+// UploadOptions tune Upload.
 type UploadOptions struct {
 	// Dir is what relative local paths are relative to; "" is the current directory.
 	Dir string
@@ -41,61 +39,26 @@ func BucketPut(js jetstream.JetStream) Put {
 	}
 }
 
-// UploadInputs uploads the job's local inputs to UploadBucket and rewrites their names
-// to gridwire-upload URLs, so the stager can fetch them wherever the job runs.
-func UploadInputs(ctx context.Context, js jetstream.JetStream, job *events.Job, opt UploadOptions) (int, error) {
-	return UploadInputsWith(ctx, BucketPut(js), job, opt)
-}
-
-// LocalInputs reports whether the job names inputs on the submitter's disk: stage-in
-// sources and stdin given as plain paths when the job has no default_storage_base.
-func LocalInputs(job events.Job) bool {
-	if job.DefaultStorageBase != "" {
-		return false
-	}
-	for _, f := range job.StageIn {
-		if f.From != "" && !hasScheme(f.From) {
-			return true
-		}
-	}
-	return job.Stdin != "" && !hasScheme(job.Stdin)
-}
-
-// UploadInputsWith uploads the job's local inputs (see LocalInputs) through put and
-// rewrites their names to gridwire-upload URLs; a directory is uploaded file by file. It
-// returns how many files it uploaded. `gridwire submit` calls it before handing the job in.
-func UploadInputsWith(ctx context.Context, put Put, job *events.Job, opt UploadOptions) (int, error) {
-	if job.DefaultStorageBase != "" {
-		return 0, nil
-	}
+// Upload uploads the local files and directories names (as a description writes
+// them, relative to opt.Dir) through put, a directory file by file, and returns the
+// object each name was uploaded as (ending in '/' for a directory) and how many files it
+// uploaded. A submitter hands the map in with its description (ingest.Uploads), and
+// ingest turns those names into gridwire-upload URLs as it parses.
+func Upload(ctx context.Context, put Put, names []string, opt UploadOptions) (map[string]string, int, error) {
+	objects := make(map[string]string, len(names))
 	n := 0
-	upload := func(field, local string) (string, error) {
-		if local == "" || hasScheme(local) {
-			return local, nil
+	for _, local := range names {
+		if _, done := objects[local]; done {
+			continue
 		}
 		name, k, err := uploadPath(ctx, put, localPath(opt.Dir, local), opt.Wrap)
 		n += k
 		if err != nil {
-			return "", fmt.Errorf("%s: uploading %s: %w", field, local, err)
+			return objects, n, fmt.Errorf("uploading %s: %w", local, err)
 		}
-		return UploadURL(name), nil
+		objects[local] = name
 	}
-	for i := range job.StageIn {
-		u, err := upload(fmt.Sprintf("stage_in[%d].from", i), job.StageIn[i].From)
-		if err != nil {
-			return n, err
-		}
-		if u != job.StageIn[i].From && strings.HasSuffix(u, "/") {
-			job.StageIn[i].Directory = true
-		}
-		job.StageIn[i].From = u
-	}
-	u, err := upload("stdin", job.Stdin)
-	if err != nil {
-		return n, err
-	}
-	job.Stdin = u
-	return n, nil
+	return objects, n, nil
 }
 
 func localPath(dir, p string) string {

@@ -6,14 +6,14 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/pkg/httpapi"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/oklog/ulid/v2"
 )
 
 // UploadAPI receives files submitters upload with their jobs over HTTP and keeps them in
 // UploadBucket: PUT /v1/uploads/{name...} with the file as the body, streamed. The name
-// is <ULID>/<file>[/<path inside a directory>], as UploadInputsWith makes them.
+// is <ULID>/<file>[/<path inside a directory>], as Upload makes them.
 type UploadAPI struct {
 	JS       jetstream.JetStream
 	MaxBytes int64 // per file; 0 means unlimited
@@ -46,7 +46,7 @@ func (u UploadAPI) put(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, err)
 		return
 	}
-	httpapi.WriteJSON(w, http.StatusCreated, map[string]string{"url": UploadURL(name)})
+	httpapi.WriteJSON(w, http.StatusCreated, map[string]string{"url": events.UploadURL(name)})
 }
 
 func (u UploadAPI) limit() int64 {
@@ -56,25 +56,11 @@ func (u UploadAPI) limit() int64 {
 	return 1 << 62
 }
 
-// validUploadName accepts <ULID>/<segment>[/<segment>...] with no empty, "." or ".."
-// segment and no backslash or control character.
+// validUploadName accepts the name of one uploaded file: an upload object name
+// (events.CheckUploadName) that is not a directory's.
 func validUploadName(name string) error {
-	segs := strings.Split(name, "/")
-	if len(segs) < 2 || len(name) > 1024 {
-		return fmt.Errorf("%q is not <ULID>/<file>", name)
+	if strings.HasSuffix(name, "/") {
+		return fmt.Errorf("%q names a directory; upload its files one by one", name)
 	}
-	if _, err := ulid.ParseStrict(segs[0]); err != nil {
-		return fmt.Errorf("%q does not start with a ULID", name)
-	}
-	for _, s := range segs[1:] {
-		if s == "" || s == "." || s == ".." {
-			return fmt.Errorf("%q has an empty, . or .. segment", name)
-		}
-		for _, c := range s {
-			if c < 0x20 || c == 0x7f || c == '\\' {
-				return fmt.Errorf("%q has a control character or backslash", name)
-			}
-		}
-	}
-	return nil
+	return events.CheckUploadName(name)
 }

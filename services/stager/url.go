@@ -51,7 +51,7 @@ func resolveRemote(name, base string) (remote, error) {
 		return remote{}, fmt.Errorf("%w: default_storage_base is longer than %d bytes", ErrRemote, MaxNameBytes)
 	}
 	raw := name
-	if !hasScheme(name) {
+	if !events.HasScheme(name) {
 		switch {
 		case base != "":
 			raw = joinBase(base, name)
@@ -94,22 +94,6 @@ func checkURL(u *url.URL) error {
 		}
 	}
 	return nil
-}
-
-// hasScheme reports whether s starts with "scheme:" in RFC 3986's sense (two or more
-// characters, so a Windows drive letter is not a scheme).
-func hasScheme(s string) bool {
-	i := strings.Index(s, ":")
-	if i < 2 {
-		return false
-	}
-	for j, c := range s[:i] {
-		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
-		if !letter && (j == 0 || !(c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.')) {
-			return false
-		}
-	}
-	return true
 }
 
 func joinBase(base, name string) string {

@@ -21,7 +21,7 @@ func TestCheckURLs(t *testing.T) {
 	}{
 		{"every supported scheme", events.Job{
 			StageIn: []events.FileCopy{{From: "file:///data/a", To: "a"}, {From: "https://h/x", To: "x"},
-				{From: "sftp://u@h:2222/p", To: "p"}, {From: "scp://h/q", To: "q"}, {From: UploadURL("01J/f"), To: "f"},
+				{From: "sftp://u@h:2222/p", To: "p"}, {From: "scp://h/q", To: "q"}, {From: events.UploadURL("01J/f"), To: "f"},
 				{From: "/abs/plain", To: "plain"}},
 			Stdout: []string{"http://h/out", "file:///o"}}, nil},
 		{"plain names against a base", events.Job{DefaultStorageBase: "sftp://store/jobs/{taskid}",
@@ -113,7 +113,7 @@ func TestConfine(t *testing.T) {
 	}
 }
 
-func TestUploadInputsThenStageFromTheBucket(t *testing.T) {
+func TestUploadThenStageFromTheBucket(t *testing.T) {
 	e := newEnv(t)
 	e.start(testConfig())
 	dir := t.TempDir()
@@ -121,10 +121,8 @@ func TestUploadInputsThenStageFromTheBucket(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "tree/a"), "A")
 	writeFile(t, filepath.Join(dir, "tree/b/c"), "C")
 	writeFile(t, filepath.Join(dir, "stdin.txt"), "keyboard")
-	job := events.Job{Stdin: "stdin.txt", StageIn: []events.FileCopy{
-		{From: "in.dat", To: "in.dat"}, {From: "tree", To: "tree"}, {From: "http://h/x", To: "x"}}}
 	var wrapped bytes.Buffer
-	n, err := UploadInputs(t.Context(), e.bus.JS, &job, UploadOptions{Dir: dir,
+	objects, n, err := Upload(t.Context(), BucketPut(e.bus.JS), []string{"in.dat", "tree", "stdin.txt", "in.dat"}, UploadOptions{Dir: dir,
 		Wrap: func(name string, size int64, r io.Reader) io.Reader {
 			wrapped.WriteString(filepath.Base(name) + " ")
 			return r
@@ -132,17 +130,23 @@ func TestUploadInputsThenStageFromTheBucket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != 4 || job.StageIn[2].From != "http://h/x" || !strings.HasPrefix(job.Stdin, SchemeUpload+"://") ||
-		!job.StageIn[1].Directory || !strings.HasSuffix(job.StageIn[1].From, "/tree/") {
-		t.Fatalf("uploaded %d, job now %+v", n, job)
+	if n != 4 || len(objects) != 3 || !strings.HasSuffix(objects["tree"], "/tree/") || !strings.HasSuffix(objects["in.dat"], "/in.dat") {
+		t.Fatalf("uploaded %d files as %v", n, objects)
 	}
+	for local, object := range objects {
+		if err := events.CheckUploadName(object); err != nil {
+			t.Errorf("%s uploaded as %v", local, err)
+		}
+	}
+	// What ingest makes of the description once it has the objects.
+	job := events.Job{Stdin: events.UploadURL(objects["stdin.txt"]), StageIn: []events.FileCopy{
+		{From: events.UploadURL(objects["in.dat"]), To: "in.dat"}, {From: events.UploadURL(objects["tree"]), To: "tree", Directory: true}}}
 	if wrapped.Len() == 0 {
 		t.Error("Wrap was not used")
 	}
 	if err := CheckURLs(job); err != nil {
 		t.Fatalf("rewritten job refused: %v", err)
 	}
-	job.StageIn = job.StageIn[:2]
 	id := e.incarnate(job, "local", "")
 	st := e.waitStatus(id, events.StatusQueued)
 	wd := st.Incarnation.WorkDir
