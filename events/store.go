@@ -94,12 +94,19 @@ func (s *Store) walkBack(ctx context.Context, jobID string) (History, bool, erro
 // last, read backwards through prevseq links. With after = 0 it must reach the job's
 // submitted event. ok is false when the links do not lead there.
 func (s *Store) walkTo(ctx context.Context, last Event, after uint64) ([]Event, bool, error) {
+	return s.walkWith(ctx, s.directGet, last, after)
+}
+
+// getter reads one stored message: directGet (any replica) or leaderGet (the leader).
+type getter func(ctx context.Context, req map[string]any) (Event, bool, error)
+
+func (s *Store) walkWith(ctx context.Context, get getter, last Event, after uint64) ([]Event, bool, error) {
 	rev := []Event{last}
 	for e := last; e.PrevSeq != after; {
 		if e.PrevSeq == 0 || e.PrevSeq < after {
 			return nil, false, nil
 		}
-		prev, found, err := s.directGet(ctx, map[string]any{"seq": e.PrevSeq})
+		prev, found, err := get(ctx, map[string]any{"seq": e.PrevSeq})
 		if err != nil {
 			return nil, false, err
 		}
@@ -139,7 +146,8 @@ func (s *Store) scanJob(ctx context.Context, jobID string) (History, error) {
 	}
 }
 
-// directGet fetches one stored message with a direct get request.
+// directGet fetches one stored message with a direct get request, which any replica
+// of the stream may answer: on a cluster it can be behind the log (see leaderGet).
 func (s *Store) directGet(ctx context.Context, req map[string]any) (Event, bool, error) {
 	body, _ := json.Marshal(req)
 	gctx, cancel := context.WithTimeout(ctx, s.timeout)
@@ -168,13 +176,18 @@ func (s *Store) State(ctx context.Context, jobID string) (State, error) {
 	return st, err
 }
 
-// current folds a job up to its last stored event. When this store has folded the job
-// before, only the events after that are read; otherwise the whole history is.
+// current folds a job up to its last stored event as any replica reports it. When this
+// store has folded the job before, only the events after that are read; otherwise the
+// whole history is.
 func (s *Store) current(ctx context.Context, jobID string) (State, error) {
+	return s.currentWith(ctx, s.directGet, jobID)
+}
+
+func (s *Store) currentWith(ctx context.Context, get getter, jobID string) (State, error) {
 	if !validJobID(jobID) {
 		return State{}, fmt.Errorf("%w: job id %q", ErrBadEvent, jobID)
 	}
-	last, found, err := s.directGet(ctx, map[string]any{"last_by_subj": JobFilter(jobID)})
+	last, found, err := get(ctx, map[string]any{"last_by_subj": JobFilter(jobID)})
 	if err != nil || !found {
 		return State{JobID: jobID}, err
 	}
@@ -182,13 +195,13 @@ func (s *Store) current(ctx context.Context, jobID string) (State, error) {
 		if cached.LastSeq == last.Seq {
 			return cached, nil
 		}
-		if newer, ok, err := s.walkTo(ctx, last, cached.LastSeq); err != nil {
+		if newer, ok, err := s.walkWith(ctx, get, last, cached.LastSeq); err != nil {
 			return State{}, err
 		} else if ok {
 			return s.fold(cached, newer)
 		}
 	}
-	evs, ok, err := s.walkTo(ctx, last, 0)
+	evs, ok, err := s.walkWith(ctx, get, last, 0)
 	if err != nil {
 		return State{}, err
 	}
@@ -291,16 +304,25 @@ type Decision func(State) ([]Event, error)
 // On a conflict it reloads and asks again, a bounded number of times. It returns the
 // state after the appended events.
 func (s *Store) Decide(ctx context.Context, jobID string, decide Decision) (State, error) {
+	return s.decideAtLeast(ctx, jobID, 0, decide)
+}
+
+// decideAtLeast is Decide on a state that includes at least stream sequence min: a
+// decision is never made on a read older than what the caller already knows of the job.
+// After a conflict the log holds something newer than the state that lost, so the next
+// read must include it too.
+func (s *Store) decideAtLeast(ctx context.Context, jobID string, need uint64, decide Decision) (State, error) {
 	for attempt := 0; attempt <= s.retries; attempt++ {
-		st, err := s.current(ctx, jobID)
+		st, err := s.stateAtLeast(ctx, jobID, need)
 		if err != nil {
 			return st, err
 		}
-		st, err = s.decideOnce(ctx, st, decide)
+		next, err := s.decideOnce(ctx, st, decide)
 		if errors.Is(err, ErrConflict) {
+			need = max(need, st.LastSeq+1)
 			continue
 		}
-		return st, err
+		return next, err
 	}
 	return State{}, fmt.Errorf("job %s: %w", jobID, ErrTooManyConflicts)
 }
@@ -320,12 +342,17 @@ func (s *Store) StateAt(ctx context.Context, e Event) (State, error) {
 			}
 		}
 	}
-	return s.State(ctx, e.JobID)
+	st, err := s.stateAtLeast(ctx, e.JobID, e.Seq)
+	if err == nil && st.Status == StatusNone {
+		return st, fmt.Errorf("%w: %s", ErrNotFound, e.JobID)
+	}
+	return st, err
 }
 
 // DecideOn is Decide in reaction to a consumed event: it starts from StateAt(e), so on
-// the usual path it reads nothing. A stale start shows up as a conflict on append, and
-// the decision is then made again on a fresh read.
+// the usual path it reads nothing, and never from a state older than e. A start that is
+// behind the log shows up as a conflict on append, and the decision is then made again
+// on a read that includes the event that won.
 func (s *Store) DecideOn(ctx context.Context, e Event, decide Decision) (State, error) {
 	st, err := s.StateAt(ctx, e)
 	if err != nil {
@@ -339,7 +366,7 @@ func (s *Store) DecideOn(ctx context.Context, e Event, decide Decision) (State, 
 func (s *Store) DecideFrom(ctx context.Context, st State, decide Decision) (State, error) {
 	next, err := s.decideOnce(ctx, st, decide)
 	if errors.Is(err, ErrConflict) {
-		return s.Decide(ctx, st.JobID, decide)
+		return s.decideAtLeast(ctx, st.JobID, st.LastSeq+1, decide)
 	}
 	return next, err
 }
@@ -349,10 +376,12 @@ func (s *Store) DecideFrom(ctx context.Context, st State, decide Decision) (Stat
 // the cached state without reading, and lets the conditional append catch a cache that
 // is behind the log (a conflict: decided again on a fresh read). A stale state can also
 // hide work rather than conflict, so a decision of nothing, or one the cached state
-// refuses, is made again on a fresh read before it is believed. Without a cached state
-// it is Decide.
+// refuses, is made again on a fresh read (never older than the cached state) before it
+// is believed. Without a cached state it is Decide.
 func (s *Store) DecideLatest(ctx context.Context, jobID string, decide Decision) (State, error) {
+	var need uint64
 	if cached, ok := s.cache.get(jobID); ok {
+		need = cached.LastSeq
 		next, err := s.decideOnce(ctx, cached, decide)
 		if err == nil && next.LastSeq != cached.LastSeq {
 			return next, nil
@@ -361,7 +390,7 @@ func (s *Store) DecideLatest(ctx context.Context, jobID string, decide Decision)
 			return next, err
 		}
 	}
-	return s.Decide(ctx, jobID, decide)
+	return s.decideAtLeast(ctx, jobID, need, decide)
 }
 
 func (s *Store) decideOnce(ctx context.Context, st State, decide Decision) (State, error) {

@@ -69,7 +69,7 @@ func pending(st events.State) (action, bool) {
 
 // control handles one request event; the job's folded state says what is left to do.
 func (x *executor) control(ctx context.Context, d events.Delivery) error {
-	st, err := x.deps.Store.State(ctx, d.Event.JobID)
+	st, err := x.deps.Store.StateAt(ctx, d.Event)
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func (x *executor) actionFailed(jobID, script, reason, output string) ([]events.
 
 // controlExhausted records a request whose script could never be run.
 func (x *executor) controlExhausted(ctx context.Context, d events.Delivery, cause error) {
-	st, err := x.deps.Store.State(ctx, d.Event.JobID)
+	st, err := x.deps.Store.StateAt(ctx, d.Event)
 	if err == nil {
 		_, err = x.deps.Store.DecideFrom(ctx, st, func(s events.State) ([]events.Event, error) {
 			a, ok := pending(s)

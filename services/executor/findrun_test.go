@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,4 +122,32 @@ func TestCancelAfterCrashBetweenStartAndStartedAbortsTheRun(t *testing.T) {
 		t.Fatalf("history %v", names)
 	}
 	waitProc(t, first.NativeID, "") // gone: the abort killed it
+}
+
+// An executor killed just after it took a job's start lock leaves the lock empty. The
+// redelivered job waits the lock out and starts once; it does not spend its deliveries
+// on "another start is in progress" and end FAILED without ever running.
+func TestAnAbandonedEmptyLockDoesNotFailTheJob(t *testing.T) {
+	e := newEnv(t)
+	wd := filepath.Join(t.TempDir(), events.NewID())
+	if err := os.MkdirAll(filepath.Join(wd, events.ControlDir), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	runs := filepath.Join(wd, "runs")
+	inc := forkIncarnation("local", wd, "echo run >>"+runs)
+	// The dead executor's lock: created, never filled.
+	if err := os.WriteFile(filepath.Join(wd, events.StartMarker), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tg := &ForkTarget{Cluster: "local", StaleLock: 1500 * time.Millisecond}
+	e.run(Config{Cluster: localCluster(), ID: "x1", MaxDeliver: 2}, tg)
+	id := e.queue(inc)
+	st := e.waitFor(id, "started or ended", func(s events.State) bool { return s.NativeID != "" || s.Status.Terminal() })
+	if st.Status == events.StatusFailed || st.NativeID == "" {
+		t.Fatalf("job %s after an abandoned lock: %s (%s); want it started", id, st.Status, st.Reason)
+	}
+	waitFile(t, filepath.Join(wd, events.ExitFile))
+	if got := waitFile(t, runs); got != "run\n" {
+		t.Errorf("the job ran %d times, want once", strings.Count(got, "run"))
+	}
 }

@@ -59,7 +59,7 @@ func (f *ForkTarget) Start(ctx context.Context, st events.State) (events.Started
 			return events.StartedData{}, err
 		}
 	}
-	if err := f.lock(wd); err != nil {
+	if err := f.lockWaiting(ctx, wd); err != nil {
 		if pid, ok := readMarker(wd); ok {
 			return f.started(pid, true), nil
 		}
@@ -102,6 +102,30 @@ func (f *ForkTarget) started(pid string, adopted bool) events.StartedData {
 	return events.StartedData{Cluster: f.Cluster, Host: host, NativeID: pid, Running: true, Adopted: adopted}
 }
 
+// lockWaiting takes the start lock, waiting while another attempt holds it: until its
+// run records a PID (adopted by the caller), or until the lock is old enough to be
+// deemed abandoned (taken over). A process killed just after taking the lock leaves it
+// empty; its redelivered job must wait out StaleLock here, not spend the delivery
+// budget meant for real failures and end FAILED without ever running. The wait is
+// bounded by twice StaleLock and by ctx.
+func (f *ForkTarget) lockWaiting(ctx context.Context, wd string) error {
+	deadline := time.Now().Add(2 * f.stale())
+	for {
+		err := f.lock(wd)
+		if !errors.Is(err, errStartInProgress) || time.Now().After(deadline) {
+			return err
+		}
+		if _, ok := readMarker(wd); ok {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(min(f.stale()/10, 500*time.Millisecond)):
+		}
+	}
+}
+
 // lock creates the empty native ID marker. If an earlier attempt created it but no run
 // has written its PID there for longer than any spawn takes, that attempt died before
 // starting the job: its marker is moved aside (one racer wins the rename) and the lock
@@ -123,7 +147,9 @@ func (f *ForkTarget) lock(wd string) error {
 	if err := os.Rename(path, fmt.Sprintf("%s.abandoned-%d", path, time.Now().UnixNano())); err != nil {
 		return errStartInProgress
 	}
-	f.Logger.Warn("took over an abandoned start", "dir", wd)
+	if f.Logger != nil {
+		f.Logger.Warn("took over an abandoned start", "dir", wd)
+	}
 	if err := createExclusive(path); err != nil {
 		return errStartInProgress
 	}

@@ -179,8 +179,12 @@ func (x *executor) handle(ctx context.Context, d events.Delivery) error {
 	if st.NativeID != "" {
 		// Started: only a request made meanwhile may be left. The state folded up to
 		// this delivery may be older than the log; act on the latest.
-		if st, err = x.deps.Store.State(ctx, st.JobID); err != nil {
+		latest, err := x.deps.Store.State(ctx, st.JobID)
+		if err != nil {
 			return err
+		}
+		if latest.LastSeq > st.LastSeq {
+			st = latest
 		}
 		return x.act(ctx, st)
 	}
@@ -193,7 +197,7 @@ func (x *executor) handle(ctx context.Context, d events.Delivery) error {
 		// and the cancel request then aborts it like any other, instead of the job
 		// ending CANCELLED in the log while it runs on the target.
 		if f, ok := x.target.(RunFinder); ok {
-			run, found, err := f.FindRun(ctx, st)
+			run, found, err := x.findRun(ctx, d, f, st)
 			if err != nil {
 				return fmt.Errorf("looking for an earlier start of job %s: %w", st.JobID, err)
 			}
@@ -209,6 +213,34 @@ func (x *executor) handle(ctx context.Context, d events.Delivery) error {
 		return fmt.Errorf("starting job %s: %w", st.JobID, err)
 	}
 	return x.recordStarted(ctx, st, run)
+}
+
+// findRun asks the target for an earlier attempt's run, waiting (with the delivery kept
+// alive) while another attempt's start is in progress, up to the target's stale-lock
+// window: a redelivery per look would spend the job's budget of real failures.
+func (x *executor) findRun(ctx context.Context, d events.Delivery, f RunFinder, st events.State) (events.StartedData, bool, error) {
+	stop := heartbeat(d, x.cfg.AckWait/3)
+	defer stop()
+	deadline := time.Now().Add(2 * staleOf(x.target))
+	for {
+		run, found, err := f.FindRun(ctx, st)
+		if !errors.Is(err, errStartInProgress) || time.Now().After(deadline) {
+			return run, found, err
+		}
+		select {
+		case <-ctx.Done():
+			return run, found, err
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// staleOf is how long the target trusts a start lock without a result.
+func staleOf(t Target) time.Duration {
+	if s, ok := t.(interface{ stale() time.Duration }); ok {
+		return s.stale()
+	}
+	return 10 * time.Second
 }
 
 // recordStarted appends the started event of a run (started now, or adopted), then
@@ -239,7 +271,7 @@ func (x *executor) cancelBeforeStart(s events.State) ([]events.Event, error) {
 
 // exhausted turns a job whose every start attempt failed into a FAILED job.
 func (x *executor) exhausted(ctx context.Context, d events.Delivery, cause error) {
-	st, err := x.deps.Store.State(ctx, d.Event.JobID)
+	st, err := x.deps.Store.StateAt(ctx, d.Event)
 	if err == nil {
 		_, err = x.deps.Store.DecideFrom(ctx, st, func(s events.State) ([]events.Event, error) {
 			if s.Status != events.StatusQueued || s.NativeID != "" {
