@@ -210,7 +210,7 @@ func benchSystem(ctx context.Context, e *env, dir string, services []string, wor
 	g, gctx := errgroup.WithContext(sctx)
 	if err := sys.start(gctx, g, services, nil); err != nil {
 		cancel()
-		sys.bus.Close()
+		sys.close()
 		return nil, nil, nil, err
 	}
 	return sys, g, cancel, nil

@@ -49,7 +49,7 @@ func newHarnessWith(t *testing.T, cfg cluster.Config, services ...string) *harne
 	t.Helper()
 	h := &harness{t: t, cfg: cfg, dir: t.TempDir(), services: map[string]*running{}}
 	h.startServer("127.0.0.1:0")
-	cl, err := bus.Open(context.Background(), bus.Config{URL: h.server.ClientURL(), Name: "test-client"})
+	cl, err := bus.Open(context.Background(), bus.Config{URL: h.natsURL(), Name: "test-client"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,9 +68,21 @@ func newHarnessWith(t *testing.T, cfg cluster.Config, services ...string) *harne
 	return h
 }
 
+// The embedded server's listener takes only this user, as --nats-listen requires.
+const (
+	testNATSUser     = "gridwire-test"
+	testNATSPassword = "not-a-secret"
+)
+
+// natsURL is the harness server's address with its credentials.
+func (h *harness) natsURL() string {
+	return "nats://" + testNATSUser + ":" + testNATSPassword + "@" + h.listen
+}
+
 func (h *harness) startServer(listen string) {
 	h.t.Helper()
-	b, err := bus.Open(context.Background(), bus.Config{DataDir: filepath.Join(h.dir, "nats"), Listen: listen})
+	b, err := bus.Open(context.Background(), bus.Config{DataDir: filepath.Join(h.dir, "nats"), Listen: listen,
+		User: testNATSUser, Password: testNATSPassword})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -91,7 +103,7 @@ func (h *harness) restartServer() {
 
 func (h *harness) start(name string) {
 	h.t.Helper()
-	b, err := bus.Open(context.Background(), bus.Config{URL: h.server.ClientURL(), Name: "test-" + name})
+	b, err := bus.Open(context.Background(), bus.Config{URL: h.natsURL(), Name: "test-" + name})
 	if err != nil {
 		h.t.Fatal(err)
 	}

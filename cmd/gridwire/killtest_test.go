@@ -68,7 +68,7 @@ func TestE2EKillExecutors(t *testing.T) {
 	const jobs, minKills = 1000, 20
 	bin := buildBinary(t)
 	h := newHarnessWith(t, cluster.Default(), "ingest", "incarnator", "stager", "watcher")
-	natsURL := h.server.ClientURL()
+	natsURL := h.natsURL()
 	runs := filepath.Join(t.TempDir(), "runs")
 
 	procs := make([]*executorProc, 3)

@@ -142,7 +142,7 @@ func TestReplayAndAuditVerbs(t *testing.T) {
 	for _, id := range ids {
 		h.waitEnd(id)
 	}
-	url := "--nats-url=" + h.server.ClientURL()
+	url := "--nats-url=" + h.natsURL()
 	waitProjection(t, h)
 	out, errOut, err := runCLI(context.Background(), "replay", url)
 	if err != nil || !strings.Contains(out, "identical to the live projection gridwire-jobs") || !strings.Contains(out, " of 3 jobs ") {
@@ -202,7 +202,7 @@ func TestProjectionSurvivesServerRestart(t *testing.T) {
 	h.waitEnd(before)
 	h.waitEnd(after)
 	waitProjection(t, h)
-	out, errOut, err := runCLI(context.Background(), "replay", "--nats-url="+h.server.ClientURL())
+	out, errOut, err := runCLI(context.Background(), "replay", "--nats-url="+h.natsURL())
 	if err != nil || !strings.Contains(out, "identical to the live projection gridwire-jobs\n") {
 		t.Fatalf("replay after a server restart: %v\n%s\n%s", err, out, errOut)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/pkg/bus"
 	"github.com/gridwire/gridwire/pkg/cluster"
+	"github.com/gridwire/gridwire/pkg/dirlock"
 	"github.com/gridwire/gridwire/pkg/httpapi"
 	"github.com/gridwire/gridwire/services/executor"
 	"github.com/gridwire/gridwire/services/incarnator"
@@ -35,6 +37,13 @@ type busFlags struct {
 	natsURL    string
 	natsListen string
 	creds      string
+	user       string
+	password   string
+	token      string
+	caFile     string
+	certFile   string
+	keyFile    string
+	replicas   int
 	config     string
 	clusters   []string
 	logLevel   string
@@ -45,25 +54,43 @@ func (f *busFlags) register(fs *pflag.FlagSet, e *env) {
 	fs.StringVar(&f.natsURL, "nats-url", e.getenv("GRIDWIRE_NATS_URL"), "external NATS server or cluster URL; empty runs NATS embedded")
 	fs.StringVar(&f.natsListen, "nats-listen", "", "with embedded NATS, also accept TCP clients here (e.g. 127.0.0.1:4222)")
 	fs.StringVar(&f.creds, "nats-creds", e.getenv("GRIDWIRE_NATS_CREDS"), "NATS credentials file for --nats-url")
+	fs.StringVar(&f.user, "nats-user", e.getenv("GRIDWIRE_NATS_USER"), "NATS user: for --nats-url, or the one user --nats-listen accepts")
+	fs.StringVar(&f.password, "nats-password", "", "NATS password (better: $GRIDWIRE_NATS_PASSWORD, not seen in ps)")
+	fs.StringVar(&f.token, "nats-token", "", "NATS token instead of a user (better: $GRIDWIRE_NATS_TOKEN)")
+	fs.StringVar(&f.caFile, "nats-ca", e.getenv("GRIDWIRE_NATS_CA"), "CA certificate that signed the NATS servers' certificates (TLS)")
+	fs.StringVar(&f.certFile, "nats-cert", e.getenv("GRIDWIRE_NATS_CERT"), "client certificate, when the NATS servers verify clients")
+	fs.StringVar(&f.keyFile, "nats-key", e.getenv("GRIDWIRE_NATS_KEY"), "client certificate's key")
+	fs.IntVar(&f.replicas, "nats-replicas", 0, "replicas of JOBS and every KV bucket; 0: 3 on a cluster of 3 or more servers, else 1")
 	fs.StringVar(&f.config, "config", e.getenv("GRIDWIRE_CONFIG"), "YAML config naming the clusters; default: one local fork cluster")
 	fs.StringSliceVar(&f.clusters, "cluster", nil, "clusters this process serves (executor, watcher); default all")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	if f.data == "" {
 		f.data = e.getenv("GRIDWIRE_DATA")
 	}
+	f.password = e.getenv("GRIDWIRE_NATS_PASSWORD")
+	f.token = e.getenv("GRIDWIRE_NATS_TOKEN")
+}
+
+// busConfig is where the flags say NATS is, and how to prove who this process is.
+func (f *busFlags) busConfig(data string) bus.Config {
+	return bus.Config{DataDir: data, URL: f.natsURL, Listen: f.natsListen, CredsFile: f.creds,
+		User: f.user, Password: f.password, Token: f.token, CAFile: f.caFile, CertFile: f.certFile,
+		KeyFile: f.keyFile, Name: "gridwire"}
 }
 
 // system is one process's wiring: the bus, the config and the services it runs.
 type system struct {
-	bus    *bus.Bus
-	cfg    cluster.Config
-	data   string
-	log    *slog.Logger
-	host   string
-	auth   *httpapi.Auth // the config's API tokens
-	ingest *ingest.Service
-	conns  []*nats.Conn
-	cache  *events.StateCache // shared by every service of this process
+	bus      *bus.Bus
+	cfg      cluster.Config
+	data     string
+	log      *slog.Logger
+	host     string
+	auth     *httpapi.Auth // the config's API tokens
+	lock     *dirlock.Lock // the data directory, while this process runs NATS in it
+	replicas int
+	ingest   *ingest.Service
+	conns    []*nats.Conn
+	cache    *events.StateCache // shared by every service of this process
 	// stager is the config's stager section, read and validated when the config is.
 	stager stager.Config
 	// own are this process's listening addresses, which staging never reaches.
@@ -102,17 +129,34 @@ func openSystem(ctx context.Context, e *env, f *busFlags, needBus bool) (*system
 	if err != nil {
 		return nil, fmt.Errorf("config tokens: %w", err)
 	}
-	b, err := bus.Open(ctx, bus.Config{DataDir: data, URL: f.natsURL, Listen: f.natsListen, CredsFile: f.creds, Name: "gridwire"})
+	if f.replicas < 0 || f.replicas > 5 {
+		return nil, fmt.Errorf("--nats-replicas %d: JetStream allows 1 to 5 (0 picks by the cluster's size)", f.replicas)
+	}
+	var lock *dirlock.Lock
+	if f.natsURL == "" {
+		// The embedded server's store must have one writer: a second process on it
+		// would corrupt the log, so it is refused before anything is opened.
+		if lock, err = dirlock.Acquire(data); err != nil {
+			return nil, fmt.Errorf("data directory %s: %w; stop the other gridwire or choose another --data", data, err)
+		}
+	}
+	b, err := bus.Open(ctx, f.busConfig(data))
 	if err != nil {
+		lock.Release()
+		if errors.Is(err, bus.ErrListenNeedsAuth) {
+			return nil, fmt.Errorf("--nats-listen %s: %w: set --nats-user and $GRIDWIRE_NATS_PASSWORD, or $GRIDWIRE_NATS_TOKEN", f.natsListen, err)
+		}
 		return nil, err
 	}
-	if _, err := events.Provision(ctx, b.JS, events.StreamOptions{Replicas: replicas(b)}); err != nil {
+	n := replicas(b, f.replicas)
+	if _, err := events.Provision(ctx, b.JS, events.StreamOptions{Replicas: n}); err != nil {
 		b.Close()
+		lock.Release()
 		return nil, err
 	}
 	host, _ := os.Hostname()
 	sys := &system{bus: b, cfg: cfg, data: data, log: log, auth: auth, host: fmt.Sprintf("%s-%d", host, os.Getpid()), stager: stg,
-		protected: []string{data, cfg.Path, f.creds}}
+		protected: []string{data, cfg.Path, f.creds, f.caFile, f.certFile, f.keyFile}, lock: lock, replicas: n}
 	if f.natsListen != "" {
 		sys.own = append(sys.own, f.natsListen)
 	}
@@ -131,11 +175,15 @@ func stagerSection(cfg cluster.Config) (stager.Config, error) {
 	return sc, nil
 }
 
-func replicas(b *bus.Bus) int {
-	if b.Embedded() {
+// replicas is the flag's count, else 3 on a cluster of at least three servers (the
+// servers a client learns of are the cluster's), else 1.
+func replicas(b *bus.Bus, flag int) int {
+	switch {
+	case flag > 0:
+		return flag
+	case b.Embedded():
 		return 1
-	}
-	if n := len(b.Conn.Servers()); n >= 3 {
+	case len(b.Conn.Servers()) >= 3:
 		return 3
 	}
 	return 1
@@ -173,6 +221,7 @@ func (s *system) close() {
 		_ = nc.Drain()
 	}
 	s.bus.Close()
+	s.lock.Release()
 }
 
 // clusters returns the configured clusters this process serves.

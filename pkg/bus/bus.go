@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +26,10 @@ import (
 
 // ErrNoTarget is returned when a Config names neither a data directory nor a URL.
 var ErrNoTarget = errors.New("bus: config needs a data directory (embedded) or a NATS URL")
+
+// ErrListenNeedsAuth is returned when an embedded server would accept TCP clients
+// without credentials: anyone who can reach the port could then write the log.
+var ErrListenNeedsAuth = errors.New("bus: a NATS listener needs credentials (a user and password, or a token)")
 
 // Config says where the bus is. The zero value is not usable: set DataDir for an
 // embedded server or URL for an external one.
@@ -37,11 +42,19 @@ type Config struct {
 	Listen string
 	// URL of an external server or cluster (comma-separated seeds). Wins over DataDir.
 	URL string
-	// CredsFile is a NATS credentials file for URL; User/Password or Token otherwise.
+	// CredsFile is a NATS credentials file (JWT and nkey seed) for URL; User/Password or
+	// Token otherwise. A URL may also carry user:password itself. With Listen, the
+	// embedded server requires User/Password or Token of every client, in-process ones
+	// included.
 	CredsFile string
 	User      string
 	Password  string
 	Token     string
+	// CAFile verifies the servers' certificates (a private CA); CertFile and KeyFile are
+	// this client's certificate when the servers verify clients.
+	CAFile   string
+	CertFile string
+	KeyFile  string
 	// Name is the client connection name shown by the server.
 	Name string
 	// SyncAlways makes the embedded server fsync every write (slower, survives power loss).
@@ -53,12 +66,39 @@ func (c Config) Validate() error {
 	if c.URL == "" && c.DataDir == "" {
 		return ErrNoTarget
 	}
-	if c.Listen != "" {
+	if c.Listen != "" && c.URL == "" {
 		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 			return fmt.Errorf("bus: listen address %q: %w", c.Listen, err)
 		}
+		if c.Token == "" && (c.User == "" || c.Password == "") {
+			return ErrListenNeedsAuth
+		}
+	}
+	if (c.CertFile == "") != (c.KeyFile == "") {
+		return errors.New("bus: a client certificate needs both its certificate and its key file")
 	}
 	return nil
+}
+
+// clientOptions are the options every connection of this config uses: credentials and
+// TLS, so a service's own connection authenticates exactly as the first one did.
+func (c Config) clientOptions() []nats.Option {
+	var opts []nats.Option
+	switch {
+	case c.CredsFile != "":
+		opts = append(opts, nats.UserCredentials(c.CredsFile))
+	case c.Token != "":
+		opts = append(opts, nats.Token(c.Token))
+	case c.User != "":
+		opts = append(opts, nats.UserInfo(c.User, c.Password))
+	}
+	if c.CAFile != "" {
+		opts = append(opts, nats.RootCAs(c.CAFile))
+	}
+	if c.CertFile != "" {
+		opts = append(opts, nats.ClientCert(c.CertFile, c.KeyFile))
+	}
+	return opts
 }
 
 // Bus is a live connection, and the embedded server behind it when there is one.
@@ -67,6 +107,8 @@ type Bus struct {
 	JS   jetstream.JetStream
 
 	server    *server.Server
+	opts      []nats.Option // credentials and TLS of every connection
+	url       string        // the external URL as configured (it may carry user:password)
 	closeOnce sync.Once
 }
 
@@ -107,6 +149,12 @@ func startEmbedded(cfg Config) (*Bus, error) {
 			p = server.RANDOM_PORT
 		}
 		opts.Host, opts.Port = host, p
+		switch {
+		case cfg.Token != "":
+			opts.Authorization = cfg.Token
+		default:
+			opts.Users = []*server.User{{Username: cfg.User, Password: cfg.Password}}
+		}
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {
@@ -117,8 +165,9 @@ func startEmbedded(cfg Config) (*Bus, error) {
 		s.Shutdown()
 		return nil, errors.New("bus: embedded server did not become ready within 30s")
 	}
-	nc, err := nats.Connect("", nats.InProcessServer(s), nats.Name(nameOr(cfg.Name)),
-		nats.MaxReconnects(-1))
+	copts := cfg.inProcessOptions()
+	nc, err := nats.Connect("", append(copts, nats.InProcessServer(s), nats.Name(nameOr(cfg.Name)),
+		nats.MaxReconnects(-1))...)
 	if err != nil {
 		s.Shutdown()
 		return nil, fmt.Errorf("bus: connecting in-process: %w", err)
@@ -128,21 +177,27 @@ func startEmbedded(cfg Config) (*Bus, error) {
 		s.Shutdown()
 		return nil, err
 	}
-	b.server = s
+	b.server, b.opts = s, copts
 	return b, nil
 }
 
-func connectExternal(ctx context.Context, cfg Config) (*Bus, error) {
-	opts := []nats.Option{nats.Name(nameOr(cfg.Name)), nats.MaxReconnects(-1),
-		nats.RetryOnFailedConnect(false)}
+// inProcessOptions are the credentials in-process clients of an embedded server give:
+// the listener's, when it has one (the server then checks every client).
+func (c Config) inProcessOptions() []nats.Option {
 	switch {
-	case cfg.CredsFile != "":
-		opts = append(opts, nats.UserCredentials(cfg.CredsFile))
-	case cfg.Token != "":
-		opts = append(opts, nats.Token(cfg.Token))
-	case cfg.User != "":
-		opts = append(opts, nats.UserInfo(cfg.User, cfg.Password))
+	case c.Listen == "":
+		return nil
+	case c.Token != "":
+		return []nats.Option{nats.Token(c.Token)}
+	default:
+		return []nats.Option{nats.UserInfo(c.User, c.Password)}
 	}
+}
+
+func connectExternal(ctx context.Context, cfg Config) (*Bus, error) {
+	copts := cfg.clientOptions()
+	opts := append([]nats.Option{nats.Name(nameOr(cfg.Name)), nats.MaxReconnects(-1),
+		nats.RetryOnFailedConnect(false)}, copts...)
 	var nc *nats.Conn
 	var err error
 	for attempt := 0; ; attempt++ {
@@ -150,8 +205,8 @@ func connectExternal(ctx context.Context, cfg Config) (*Bus, error) {
 		if err == nil {
 			break
 		}
-		if attempt >= 20 {
-			return nil, fmt.Errorf("bus: connecting to %s: %w", cfg.URL, err)
+		if attempt >= 20 || errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) {
+			return nil, fmt.Errorf("bus: connecting to %s: %w", redact(cfg.URL), err)
 		}
 		select {
 		case <-ctx.Done():
@@ -159,7 +214,22 @@ func connectExternal(ctx context.Context, cfg Config) (*Bus, error) {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-	return wrap(nc)
+	b, err := wrap(nc)
+	if err != nil {
+		return nil, err
+	}
+	b.opts, b.url = copts, cfg.URL
+	return b, nil
+}
+
+// redact hides a password a URL may carry.
+func redact(u string) string {
+	at := strings.LastIndex(u, "@")
+	scheme := strings.Index(u, "://")
+	if at < 0 || scheme < 0 || at < scheme {
+		return u
+	}
+	return u[:scheme+3] + "***" + u[at:]
 }
 
 func wrap(nc *nats.Conn) (*Bus, error) {
@@ -173,11 +243,13 @@ func wrap(nc *nats.Conn) (*Bus, error) {
 
 // Connect opens another client connection to the same bus: in-process for an
 // embedded server, by URL otherwise. Services that should fail independently use it.
+// Every connection carries the credentials and TLS settings the bus was opened with.
 func (b *Bus) Connect(name string) (*nats.Conn, error) {
+	opts := append([]nats.Option{nats.Name(name), nats.MaxReconnects(-1)}, b.opts...)
 	if b.server != nil {
-		return nats.Connect("", nats.InProcessServer(b.server), nats.Name(name), nats.MaxReconnects(-1))
+		return nats.Connect("", append(opts, nats.InProcessServer(b.server))...)
 	}
-	return nats.Connect(b.Conn.ConnectedUrl(), nats.Name(name), nats.MaxReconnects(-1))
+	return nats.Connect(b.url, opts...)
 }
 
 // ClientURL is the address TCP clients may use, or "" for an in-process-only server.
