@@ -79,6 +79,6 @@ func (s *Store) leaderGet(ctx context.Context, req map[string]any) (Event, bool,
 	stored := &nats.Msg{Data: resp.Message.Data, Header: nats.Header{}}
 	stored.Header.Set("Nats-Subject", resp.Message.Subject)
 	stored.Header.Set("Nats-Sequence", strconv.FormatUint(resp.Message.Seq, 10))
-	e, err := decodeStored(stored)
+	e, err := decodeDirect(stored)
 	return e, err == nil, err
 }
