@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -47,13 +48,20 @@ func StreamConfig(o StreamOptions) jetstream.StreamConfig {
 }
 
 // Provision creates the JOBS stream, or brings an existing one to the decided config.
+// A stream already as decided is left alone, so a role that may only read the stream's
+// info (an executor, a reader) can start once the gateway or an operator created it.
 // Against a fresh cluster it retries while JetStream has no meta leader yet.
 func Provision(ctx context.Context, js jetstream.JetStream, o StreamOptions) (jetstream.Stream, error) {
 	cfg := StreamConfig(o)
 	var lastErr error
 	for attempt := 0; attempt < 40; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		s, err := js.CreateOrUpdateStream(actx, cfg)
+		s, err := js.Stream(actx, Stream)
+		if err == nil && asDecided(s.CachedInfo().Config, cfg) {
+			cancel()
+			return s, nil
+		}
+		s, err = js.CreateOrUpdateStream(actx, cfg)
 		cancel()
 		if err == nil {
 			return s, nil
@@ -70,7 +78,26 @@ func Provision(ctx context.Context, js jetstream.JetStream, o StreamOptions) (je
 	return nil, fmt.Errorf("provisioning stream %s: %w", Stream, lastErr)
 }
 
+// asDecided reports whether a stream's config holds every decided setting of want.
+func asDecided(have, want jetstream.StreamConfig) bool {
+	return slices.Equal(have.Subjects, want.Subjects) && have.Retention == want.Retention &&
+		have.Storage == want.Storage && have.Discard == want.Discard && have.DenyDelete && have.DenyPurge &&
+		have.Duplicates == want.Duplicates && have.Replicas == want.Replicas && have.MaxBytes == want.MaxBytes &&
+		have.AllowDirect == want.AllowDirect
+}
+
 func retryable(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
 		errors.Is(err, jetstream.ErrNoHeartbeat) || isNoResponders(err)
+}
+
+// Replicas is how many replicas the JOBS stream has. Every bucket that holds a view of
+// the log (projections, the watch list, uploads) is given as many, so no part of the
+// system is less durable than the log it serves: three on a cluster, one embedded.
+func Replicas(ctx context.Context, js jetstream.JetStream) (int, error) {
+	s, err := js.Stream(ctx, Stream)
+	if err != nil {
+		return 0, fmt.Errorf("reading the replicas of stream %s: %w", Stream, err)
+	}
+	return max(s.CachedInfo().Config.Replicas, 1), nil
 }

@@ -13,7 +13,7 @@ func auditCmd(e *env) *cobra.Command {
 		Use:   "audit",
 		Short: "check the log's job histories",
 	}
-	cmd.AddCommand(auditVerifyCmd(e))
+	cmd.AddCommand(auditVerifyCmd(e), auditInvariantsCmd(e))
 	return cmd
 }
 

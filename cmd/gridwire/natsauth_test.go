@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -84,5 +86,28 @@ func TestNATSListenRequiresCredentials(t *testing.T) {
 	defer nc.Close()
 	if _, err := nc.Request("$JS.API.STREAM.INFO.JOBS", nil, 5*time.Second); err != nil {
 		t.Fatalf("the configured user reads JetStream: %v", err)
+	}
+}
+
+// audit invariants passes a sound log and names what an unexpected job breaks.
+func TestAuditInvariantsVerb(t *testing.T) {
+	h := newHarness(t)
+	id := h.submitJSON(map[string]any{"version": 3, "executable": "/bin/true"})
+	h.waitEnd(id)
+	expect := filepath.Join(t.TempDir(), "ids")
+	if err := os.WriteFile(expect, []byte(id+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := runCLI(context.Background(), "audit", "invariants", "--nats-url="+h.natsURL(), "--expect", expect)
+	if err != nil || !strings.Contains(out, "lost 0 duplicated 0 stuck 0 illegal 0") {
+		t.Fatalf("a sound log: %v\n%s%s", err, out, errOut)
+	}
+	if err := os.WriteFile(expect, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err = runCLI(context.Background(), "audit", "invariants", "--nats-url="+h.natsURL(), "--expect", expect)
+	var ec exitCode
+	if !errors.As(err, &ec) || ec != 1 || !strings.Contains(out, "duplicated 1") || !strings.Contains(out, id) {
+		t.Fatalf("a job no submission named: %v\n%s", err, out)
 	}
 }

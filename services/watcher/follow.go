@@ -46,8 +46,13 @@ type Prober interface {
 }
 
 func watchBucket(ctx context.Context, js jetstream.JetStream) (jetstream.KeyValue, error) {
+	replicas, err := events.Replicas(ctx, js)
+	if err != nil {
+		return nil, fmt.Errorf("watcher: watch bucket: %w", err)
+	}
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: WatchBucket, Description: "jobs followed by watchers, by cluster", Storage: jetstream.FileStorage,
+		Replicas: replicas,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("watcher: watch bucket: %w", err)
