@@ -215,12 +215,10 @@ func (x *executor) handle(ctx context.Context, d events.Delivery) error {
 	return x.recordStarted(ctx, st, run)
 }
 
-// findRun asks the target for an earlier attempt's run, waiting (with the delivery kept
-// alive) while another attempt's start is in progress, up to the target's stale-lock
+// findRun asks the target for an earlier attempt's run, waiting (the consumer's heartbeat
+// keeps the delivery) while another attempt's start is in progress, up to the target's stale-lock
 // window: a redelivery per look would spend the job's budget of real failures.
 func (x *executor) findRun(ctx context.Context, d events.Delivery, f RunFinder, st events.State) (events.StartedData, bool, error) {
-	stop := heartbeat(d, x.cfg.AckWait/3)
-	defer stop()
 	deadline := time.Now().Add(2 * staleOf(x.target))
 	for {
 		run, found, err := f.FindRun(ctx, st)
