@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/gridwire/gridwire/events"
-	"github.com/gridwire/gridwire/services/watcher"
+	"github.com/gridwire/gridwire/services/readside"
 	"github.com/spf13/cobra"
 )
 
@@ -56,7 +56,7 @@ func auditInvariantsCmd(e *env) *cobra.Command {
 	}
 	f.register(cmd.Flags(), e)
 	cmd.Flags().StringVar(&expect, "expect", "", "file of acknowledged job IDs, one per line")
-	cmd.Flags().StringVar(&live, "live", watcher.JobsBucket, "live projection to compare with a rebuild ('' skips it)")
+	cmd.Flags().StringVar(&live, "live", readside.JobsBucket, "live projection to compare with a rebuild ('' skips it)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
 }
@@ -67,11 +67,11 @@ type invariantsReport struct {
 }
 
 func (r *invariantsReport) compareProjection(ctx context.Context, sys *system, live string) error {
-	table, res, err := watcher.Rebuild(ctx, sys.bus.JS, watcher.RebuildOptions{})
+	table, res, err := readside.Rebuild(ctx, sys.bus.JS, readside.RebuildOptions{})
 	if err != nil {
 		return fmt.Errorf("rebuilding the projection: %w", err)
 	}
-	cmp, err := watcher.Compare(ctx, sys.bus.JS, live, table, res.Seq)
+	cmp, err := readside.Compare(ctx, sys.bus.JS, live, table, res.Seq)
 	if err != nil {
 		return err
 	}
