@@ -39,6 +39,8 @@ func (a *api) routes(mux *http.ServeMux, reg *prometheus.Registry) {
 	mux.HandleFunc("GET /v1/jobs/{id}", a.job)
 	mux.HandleFunc("GET /v1/jobs/{id}/events", a.history)
 	mux.HandleFunc("GET /v1/jobs/{id}/logs", a.output)
+	mux.HandleFunc("GET /v1/jobs/{id}/events/{seq}", a.event)
+	mux.HandleFunc("GET /v1/whoami", whoami)
 	mux.HandleFunc("GET /v1/events", a.stream)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	webRoutes(mux)
@@ -109,6 +111,12 @@ type JobView struct {
 	UpdatedAt   time.Time     `json:"updated_at,omitzero"`
 	Events      int           `json:"events"`
 	Seq         uint64        `json:"seq"`
+	// Path is the job's place in its document ("job[2]/subjob[1]", a DDS task path) and
+	// Collection the DDS collection instance it belongs to, on one job's view (the job
+	// table keeps neither); Children is how many jobs a group has.
+	Path       string `json:"path,omitempty"`
+	Collection string `json:"collection,omitempty"`
+	Children   int    `json:"children,omitempty"`
 	// Refused names the first event of the history the fold does not accept (a history
 	// written around the store); the state is the fold of the events before it.
 	// `gridwire audit verify` says more.
@@ -122,6 +130,13 @@ func ViewOf(st events.State) JobView {
 		StartedAt: st.StartedAt, EndedAt: st.EndedAt, UpdatedAt: st.UpdatedAt, Events: st.Events, Seq: st.LastSeq}
 	if st.Job != nil {
 		v.Name, v.Kind, v.Parent, v.Submitter = st.Job.Name, st.Job.Kind, st.Job.Parent, st.Job.Submitter
+		v.Path = st.Job.Original.Path
+		if st.Job.DDS != nil {
+			v.Collection = st.Job.DDS.CollectionPath
+		}
+		if st.Job.Kind == events.KindGroup {
+			v.Children = len(st.Job.Children)
+		}
 	}
 	return v
 }
@@ -169,6 +184,10 @@ func foldPrefix(evs []events.Event) (events.State, string) {
 // job serves one job's state, folded from its history; ?as_of=TIME folds only the
 // events recorded at or before TIME (RFC 3339), the state the job had then.
 func (a *api) job(w http.ResponseWriter, r *http.Request) {
+	if err := knownParams(r.URL.Query(), "as_of"); err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
 	asOf, err := timeParam(r, "as_of")
 	if err != nil {
 		httpapi.WriteError(w, err)
@@ -216,9 +235,17 @@ func timeParam(r *http.Request, name string) (time.Time, error) {
 
 // history serves a job's events as stored, whether or not the fold accepts them all.
 func (a *api) history(w http.ResponseWriter, r *http.Request) {
-	evs, err := a.load(r.Context(), r.PathValue("id"))
+	err := knownParams(r.URL.Query())
+	var evs []events.Event
+	if err == nil {
+		evs, err = a.load(r.Context(), r.PathValue("id"))
+	}
 	if err != nil {
 		httpapi.WriteError(w, err)
+		return
+	}
+	if wantsBatch(r) {
+		writeCloudEvents(w, evs)
 		return
 	}
 	for i := range evs {
@@ -243,7 +270,17 @@ func (a *api) list(w http.ResponseWriter, r *http.Request) {
 func queryOf(r *http.Request) (Query, error) {
 	v := r.URL.Query()
 	q := Query{Cluster: v.Get("cluster"), Submitter: v.Get("submitter"), After: v.Get("after"),
-		Descending: v.Get("order") == "desc"}
+		Descending: v.Get("order") == "desc", Text: strings.TrimSpace(v.Get("q")), Parent: v.Get("parent")}
+	if err := knownParams(v, "state", "cluster", "submitter", "since", "until", "after", "limit", "order", "q", "parent", "root"); err != nil {
+		return q, err
+	}
+	switch root := v.Get("root"); root {
+	case "", "false":
+	case "true":
+		q.Roots = true
+	default:
+		return q, httpapi.Errorf(http.StatusBadRequest, "bad_root", "root: %q is not true or false", root)
+	}
 	if o := v.Get("order"); o != "" && o != "asc" && o != "desc" {
 		return q, httpapi.Errorf(http.StatusBadRequest, "bad_order", "order: %q is not asc or desc", o)
 	}

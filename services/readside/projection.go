@@ -187,6 +187,12 @@ type Query struct {
 	After      string    // page cursor: the last job ID of the previous page
 	Limit      int       // default 100
 	Descending bool      // newest first
+	// Text matches jobs whose ID, name, submitter, reason or cluster holds it (any case).
+	Text string
+	// Parent selects the jobs of one group (JRDL document, DDS session); Roots the jobs
+	// that are in no group (and the groups themselves).
+	Parent string
+	Roots  bool
 }
 
 // Page is one page of a query.
@@ -196,6 +202,12 @@ type Page struct {
 	Next string `json:"next,omitempty"`
 	// Seq is the stream sequence the table reflects.
 	Seq uint64 `json:"seq"`
+	// Total is how many jobs the query matches, on every page; Counts is how many of
+	// them are in each state when the state filter is left out (what a filter by state
+	// would find); Clusters are the clusters of those jobs.
+	Total    int                   `json:"total"`
+	Counts   map[events.Status]int `json:"counts"`
+	Clusters []string              `json:"clusters"`
 }
 
 // Select runs a query over the table in job ID (submission) order.
@@ -233,6 +245,7 @@ func (t *Table) Select(q Query) Page {
 		}
 		p.Jobs = append(p.Jobs, ViewOf(r))
 	}
+	t.summarise(q, &p)
 	return p
 }
 
@@ -247,6 +260,12 @@ func (q Query) matches(r Row) bool {
 	case !q.Since.IsZero() && r.SubmittedAt.Before(q.Since):
 		return false
 	case !q.Until.IsZero() && !r.SubmittedAt.Before(q.Until):
+		return false
+	case q.Parent != "" && (r.Job == nil || r.Job.Parent != q.Parent):
+		return false
+	case q.Roots && r.Job != nil && r.Job.Parent != "":
+		return false
+	case q.Text != "" && !matchesText(r, q.Text):
 		return false
 	}
 	return true

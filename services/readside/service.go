@@ -121,7 +121,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 			mux = http.NewServeMux()
 		}
 		a.routes(mux, deps.Metrics)
-		var h http.Handler = mux
+		h := jsonErrors(mux)
 		if deps.HTTP.Wrap != nil {
 			h = deps.HTTP.Wrap(h)
 		}
