@@ -111,7 +111,12 @@ func (h *harness) start(name string) {
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	sys := &system{bus: b, cfg: h.cfg, data: h.dir, log: log, host: "test"}
+	// The config's stager section, read as serve reads it (file roots, HTTP policy).
+	stg, err := stagerSection(h.cfg)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	sys := &system{bus: b, cfg: h.cfg, data: h.dir, log: log, host: "test", stager: stg}
 	ctx, cancel := context.WithCancel(context.Background())
 	g, gctx := errgroup.WithContext(ctx)
 	if err := sys.start(gctx, g, []string{name}, nil); err != nil {

@@ -128,8 +128,9 @@ var scenarios = []scenario{
 		r.expect(id, events.StatusFailed, neverStarted, reasonHas("executable"))
 	}},
 	{"stage-in-file", "stage-in of a local file:// input, read by the program", func(r *recorder) {
-		src := r.writeFile(r.t.TempDir(), "in.txt", "staged in\n")
-		id := r.open().v3(map[string]any{"executable": "/bin/cat", "arguments": []string{"in.txt"},
+		root := r.t.TempDir()
+		src := r.writeFile(root, "in.txt", "staged in\n")
+		id := r.openStaging(root).v3(map[string]any{"executable": "/bin/cat", "arguments": []string{"in.txt"},
 			"input_files": map[string]string{"in.txt": "file://" + src}})
 		r.expect(id, events.StatusSucceeded, exitedWith(0))
 	}},
@@ -137,34 +138,34 @@ var scenarios = []scenario{
 		dir := r.t.TempDir()
 		r.writeFile(dir, "a.txt", "a\n")
 		r.writeFile(dir, "sub/b.txt", "b\n")
-		id := r.open().v3(map[string]any{"executable": "/bin/cat", "arguments": []string{"data/a.txt", "data/sub/b.txt"},
+		id := r.openStaging(dir).v3(map[string]any{"executable": "/bin/cat", "arguments": []string{"data/a.txt", "data/sub/b.txt"},
 			"input_files": map[string]string{"data": "file://" + dir + "/"}})
 		r.expect(id, events.StatusSucceeded, exitedWith(0))
 	}},
 	{"stage-in-retry", "an HTTP input that fails once (503) and then arrives: two transfer attempts, then success", func(r *recorder) {
 		url := r.files(1, map[string]string{"/input.txt": "second time lucky\n"})
-		id := r.open().v3(map[string]any{"executable": "/bin/cat", "arguments": []string{"input.txt"},
+		id := r.openStaging("").v3(map[string]any{"executable": "/bin/cat", "arguments": []string{"input.txt"},
 			"input_files": map[string]string{"input.txt": url + "/input.txt"}, "max_transfer_attempts": 3})
 		r.expect(id, events.StatusSucceeded)
 		r.has(id, events.Transfer, 2)
 	}},
 	{"stage-in-exhausted", "an HTTP input that keeps failing: its budget of 2 attempts is spent and the job FAILS before it runs", func(r *recorder) {
 		url := r.files(100, map[string]string{"/input.txt": "never\n"})
-		id := r.open().v3(map[string]any{"executable": "/bin/true",
+		id := r.openStaging("").v3(map[string]any{"executable": "/bin/true",
 			"input_files": map[string]string{"input.txt": url + "/input.txt"}, "max_transfer_attempts": 2})
 		r.expect(id, events.StatusFailed, neverStarted)
 		r.has(id, events.Transfer, 2)
 	}},
 	{"stage-in-not-found", "an HTTP input that is not there (404): a permanent failure, no second attempt", func(r *recorder) {
 		url := r.files(0, nil)
-		id := r.open().v3(map[string]any{"executable": "/bin/true",
+		id := r.openStaging("").v3(map[string]any{"executable": "/bin/true",
 			"input_files": map[string]string{"input.txt": url + "/missing.txt"}, "max_transfer_attempts": 3})
 		r.expect(id, events.StatusFailed, neverStarted)
 		r.has(id, events.Transfer, 1)
 	}},
 	{"stage-out-file", "an output file copied out to a file:// destination after success", func(r *recorder) {
 		dst := r.t.TempDir()
-		id := r.open().v3(map[string]any{"executable": "/bin/sh", "arguments": []string{"-c", "echo result > out.txt"},
+		id := r.openStaging(dst).v3(map[string]any{"executable": "/bin/sh", "arguments": []string{"-c", "echo result > out.txt"},
 			"output_files": map[string]string{"out.txt": "file://" + dst + "/out.txt"}})
 		r.expect(id, events.StatusSucceeded)
 		if b, err := os.ReadFile(filepath.Join(dst, "out.txt")); err != nil || string(b) != "result\n" {
@@ -173,19 +174,19 @@ var scenarios = []scenario{
 	}},
 	{"stage-out-missing", "the program exits 0 but never writes its output file: stage-out fails, so the job FAILS", func(r *recorder) {
 		dst := r.t.TempDir()
-		id := r.open().v3(map[string]any{"executable": "/bin/true",
+		id := r.openStaging(dst).v3(map[string]any{"executable": "/bin/true",
 			"output_files": map[string]string{"out.txt": "file://" + dst + "/out.txt"}, "max_transfer_attempts": 1})
 		r.expect(id, events.StatusFailed, exitedWith(0))
 	}},
 	{"stage-out-after-failure", "a program that writes its output and exits 2: the output is still staged out, the job FAILS with 2", func(r *recorder) {
 		dst := r.t.TempDir()
-		id := r.open().v3(map[string]any{"executable": "/bin/sh", "arguments": []string{"-c", "echo partial > out.txt; exit 2"},
+		id := r.openStaging(dst).v3(map[string]any{"executable": "/bin/sh", "arguments": []string{"-c", "echo partial > out.txt; exit 2"},
 			"output_files": map[string]string{"out.txt": "file://" + dst + "/out.txt"}})
 		r.expect(id, events.StatusFailed, exitedWith(2))
 	}},
 	{"stdout-destination", "standard output sent to a file:// destination as well as kept", func(r *recorder) {
 		dst := r.t.TempDir()
-		id := r.open().v3(map[string]any{"executable": "/bin/echo", "arguments": []string{"to stdout"},
+		id := r.openStaging(dst).v3(map[string]any{"executable": "/bin/echo", "arguments": []string{"to stdout"},
 			"stdout": "file://" + dst + "/stdout.txt"})
 		r.expect(id, events.StatusSucceeded)
 	}},
@@ -343,6 +344,28 @@ var scenarios = []scenario{
 		r.expect(cancel, events.StatusCancelled)
 		r.expect(held, events.StatusSucceeded)
 	}},
+}
+
+// openStaging opens the harness with a stager that may read and write gateway files
+// under root (none when root is "") and reach HTTP storage on the loopback address,
+// where the recorder serves its files: both are closed by default.
+func (r *recorder) openStaging(root string) *recorder {
+	r.t.Helper()
+	roots := "[]"
+	if root != "" {
+		roots = fmt.Sprintf("[{path: %q, access: read-write}]", root)
+	}
+	cfg, err := cluster.Parse("recorder.yaml", []byte(fmt.Sprintf(`clusters:
+  - {name: local, kind: fork, profile: fork, lrms: Fork}
+stager:
+  file_roots: %s
+  http:
+    allow: ["127.0.0.1"]
+`, roots)))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return r.openWith(cfg)
 }
 
 // submitGated submits a job that runs until the recorder writes its exit code.
