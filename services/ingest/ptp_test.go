@@ -26,7 +26,7 @@ func TestPTPSubmit(t *testing.T) {
 	}
 	want := events.Job{Name: "echo", Executable: "/bin/echo", Arguments: []string{"hello", ""}, Directory: "/tmp",
 		Environment: []events.EnvVar{{Name: "A", Value: "1=2"}}, Count: 1,
-		Requirements: events.Requirements{Queue: "default"},
+		Requirements: events.Requirements{Queue: "default", Origins: map[string]events.Origin{"queue": {Field: "queueId", Line: 2, Col: 67}}},
 		Extra:        map[string]string{"jobSubId": "sub-1", "launchedByPTP": "true", "ptp.cluster": "local"}}
 	if diff := cmp.Diff(want, jobs[0], cmpopts.IgnoreFields(events.Job{}, "Original")); diff != "" {
 		t.Fatalf("job (-want +got):\n%s", diff)

@@ -121,6 +121,7 @@ func (r *reader) set(n *tree.Node, key, val string) {
 		}
 	case AttrPartition:
 		j.Requirements.Queue = val
+		j.Requirements.SetOrigin("queue", events.Origin{Field: key, Line: n.Line, Col: n.Col})
 	case AttrQueueID:
 		r.queue(n, val)
 	case AttrDebug:
@@ -193,6 +194,7 @@ func (r *reader) queue(n *tree.Node, val string) {
 	r.extra("ptp.cluster", cl)
 	if q != "" && r.job.Requirements.Queue == "" {
 		r.job.Requirements.Queue = q
+		r.job.Requirements.SetOrigin("queue", events.Origin{Field: AttrQueueID, Line: n.Line, Col: n.Col})
 	}
 }
 
