@@ -110,3 +110,30 @@ func FuzzFastDecode(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkDecode reads store-written bodies with Decode (the fast path) beside the
+// CloudEvents SDK alone, the yardstick, each with the chain hash Decode computes.
+func BenchmarkDecode(b *testing.B) {
+	bodies := storeBodies(b)
+	for _, c := range []struct {
+		name   string
+		decode func([]byte) (Event, error)
+	}{
+		{"fast", Decode},
+		{"sdk", func(body []byte) (Event, error) {
+			e, err := decodeSDK(body)
+			e.Hash = HashOf(body)
+			return e, err
+		}},
+		{"stored", func(body []byte) (Event, error) { return DecodeStored(body, "jobs.J.held._", 1) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				if _, err := c.decode(bodies[i%len(bodies)]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}

@@ -10,7 +10,8 @@ import (
 )
 
 // gridwire hold, resume and cancel go through the HTTP API to the executor, which
-// stops, continues and aborts the running job, each recorded in its history.
+// records each request, then stops, continues and aborts the running job, each
+// recorded in its history.
 func TestControlVerbs(t *testing.T) {
 	h := newHarness(t)
 	h.mu.Lock()
@@ -31,6 +32,13 @@ func TestControlVerbs(t *testing.T) {
 	}
 	if _, errOut, err := runCLI(context.Background(), "cancel", "--server", srv.URL, id); err == nil || !strings.Contains(err.Error()+errOut, "job_ended") {
 		t.Errorf("cancel of a cancelled job: %v %q; want job_ended", err, errOut)
+	}
+	// The requests are recorded by the room that carries them out, under its own source.
+	for _, e := range h.history(id) {
+		if (e.Name == events.HoldRequested || e.Name == events.ResumeRequested || e.Name == events.CancelRequested) &&
+			!strings.HasPrefix(e.Source, "gridwire/executor/") {
+			t.Errorf("%s recorded under source %q, want the executor's", e.Name, e.Source)
+		}
 	}
 	h.assertCleanHistory(id)
 }

@@ -207,3 +207,45 @@ func TestProjectionSurvivesServerRestart(t *testing.T) {
 		t.Fatalf("replay after a server restart: %v\n%s\n%s", err, out, errOut)
 	}
 }
+
+// `gridwire readside --http` alone serves the read API of a log other processes write:
+// the job table, a job, the metrics; and no way in, which is ingest's.
+func TestReadsideAloneServesTheReadAPI(t *testing.T) {
+	h := newHarness(t)
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		_, _, err := runCLI(ctx, "readside", "--nats-url", h.server.ClientURL(), "--http", addr, "--log-level", "error",
+			"--data", t.TempDir())
+		served <- err
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("readside ended with %v", err)
+		}
+	})
+	id := h.submitJSON(map[string]any{"version": 3, "executable": "/bin/true"})
+	h.waitEnd(id)
+	server := "http://" + addr
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if code, body := request(t, "GET", server+"/v1/jobs?state=SUCCEEDED", "", nil); code == 200 && strings.Contains(body, id) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the read side alone never listed job %s", id)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code, body := request(t, "GET", server+"/v1/jobs/"+id, "", nil); code != 200 || !strings.Contains(body, `"SUCCEEDED"`) {
+		t.Errorf("GET /v1/jobs/%s: %d %s", id, code, body)
+	}
+	if code, body := request(t, "GET", server+"/metrics", "", nil); code != 200 || !strings.Contains(body, `gridwire_jobs{cluster="local",state="SUCCEEDED"}`) {
+		t.Errorf("metrics: %d\n%s", code, body)
+	}
+	if code, _ := request(t, "POST", server+"/v1/jobs", "", strings.NewReader(`{"version":3,"executable":"/bin/true"}`)); code < 400 {
+		t.Errorf("POST /v1/jobs to the read side alone: %d, want a refusal", code)
+	}
+}
