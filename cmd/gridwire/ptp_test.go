@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -164,4 +167,82 @@ func drivePTP(t *testing.T, c *ptptest.Client, sub string) map[string]string {
 	_, err = c.Must(ptpWait, ptpwire.CmdQuit)
 	check(err)
 	return map[string]string{echo.Attrs["gridwireJobId"]: echo.ID, sleep.Attrs["gridwireJobId"]: sleep.ID}
+}
+
+// TestPTPWithTokens: with tokens configured every session opens with the token line;
+// a session without one is closed, a read-only token sees the model but may not submit,
+// and a job submitted with a full token is recorded as that principal's.
+func TestPTPWithTokens(t *testing.T) {
+	const alice, reader = "alice-secret-token-1", "reader-secret-token-2"
+	cfg := filepath.Join(t.TempDir(), "gridwire.yaml")
+	_ = os.WriteFile(cfg, []byte(`tokens:
+  - {token: `+alice+`, principal: alice, allow: [submit, read, cancel]}
+  - {token: `+reader+`, principal: auditor, allow: [read]}
+`), 0o600)
+	ptpAddr := freeAddr(t)
+	serveCLI(t, "--config", cfg, "--ptp-listen", ptpAddr)
+	dialPTP(t, ptpAddr, ptpwire.FormatBinary).Close() // listening
+
+	anon, err := ptptest.Dial(ptpAddr, ptpwire.FormatBinary, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := anon.Call(ptpWait, ptpwire.CmdInit, "version=2.0", "baseId=1"); err == nil {
+		t.Fatal("a session without a token was served")
+	}
+	anon.Close()
+
+	ro, err := ptptest.Dial(ptpAddr, ptpwire.FormatBinary, reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if err := ro.Handshake(ptpWait, 1); err != nil {
+		t.Fatal(err)
+	}
+	r, err := ro.Call(ptpWait, ptpwire.CmdSubmitJob, "jobSubId=x", "execName=true")
+	if err != nil || r[0].ID != ptpwire.EvSubmitJobError {
+		t.Fatalf("read-only token submitted: %v %v", r, err)
+	}
+
+	rw, err := ptptest.Dial(ptpAddr, ptpwire.FormatText, alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rw.Close()
+	if err := rw.Handshake(ptpWait, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rw.Must(ptpWait, ptpwire.CmdSubmitJob, "jobSubId=y", "execName=true"); err != nil {
+		t.Fatal(err)
+	}
+	if err := rw.Wait(ptpWait, "the job", func(c *ptptest.Client) bool { return c.BySubID["y"] != "" }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPTPProxyServesFromNATS: with --nats-url the proxy serves the session itself,
+// straight from the NATS cluster that serve runs.
+func TestPTPProxyServesFromNATS(t *testing.T) {
+	natsAddr := freeAddr(t)
+	serveCLI(t, "--nats-listen", natsAddr)
+	eclipse, proxy := net.Pipe()
+	f := &ptpProxyFlags{}
+	f.bus.natsURL, f.bus.data, f.bus.logLevel = "nats://"+natsAddr, t.TempDir(), "error"
+	e := &env{getenv: func(string) string { return "" }, stdout: io.Discard, stderr: io.Discard}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- servePTPHere(ctx, e, f, proxy) }()
+	c := ptptest.New(eclipse, ptpwire.FormatBinary)
+	defer c.Close()
+	drivePTP(t, c, "nats")
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("ptp-proxy --nats-url: %v", err)
+		}
+	case <-time.After(ptpWait):
+		t.Fatal("the session did not end after QUIT")
+	}
 }

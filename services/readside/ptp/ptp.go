@@ -208,13 +208,9 @@ func (s *Service) authenticate(r *bufio.Reader, conn io.ReadWriteCloser) (httpap
 		_ = nc.SetReadDeadline(time.Now().Add(30 * time.Second))
 		defer func() { _ = nc.SetReadDeadline(time.Time{}) }()
 	}
-	line, err := readLine(r, 4096)
+	tok, err := readToken(r, 4096)
 	if err != nil {
-		return httpapi.Grant{}, fmt.Errorf("ptp: reading the token line: %w", err)
-	}
-	tok, ok := strings.CutPrefix(line, TokenLine)
-	if !ok {
-		return httpapi.Grant{}, errors.New("ptp: connection did not open with the token line")
+		return httpapi.Grant{}, fmt.Errorf("ptp: %w", err)
 	}
 	g, ok := s.deps.Auth.Lookup(tok)
 	if !ok || !g.May(httpapi.PermRead) {
@@ -223,17 +219,21 @@ func (s *Service) authenticate(r *bufio.Reader, conn io.ReadWriteCloser) (httpap
 	return g, nil
 }
 
-func readLine(r *bufio.Reader, max int) (string, error) {
+// readToken reads the token line, giving up at the first byte that departs from it.
+func readToken(r *bufio.Reader, max int) (string, error) {
 	var b strings.Builder
 	for b.Len() < max {
 		c, err := r.ReadByte()
 		if err != nil {
-			return "", err
+			return "", fmt.Errorf("reading the token line: %w", err)
+		}
+		if n := b.Len(); n < len(TokenLine) && c != TokenLine[n] {
+			return "", errors.New("connection did not open with the token line (tokens are configured)")
 		}
 		if c == '\n' {
-			return strings.TrimSuffix(b.String(), "\r"), nil
+			return strings.TrimSuffix(strings.TrimPrefix(b.String(), TokenLine), "\r"), nil
 		}
 		b.WriteByte(c)
 	}
-	return "", fmt.Errorf("line longer than %d bytes", max)
+	return "", fmt.Errorf("token line longer than %d bytes", max)
 }

@@ -205,3 +205,55 @@ func TestBadInput(t *testing.T) {
 	_, err = c.Must(wait, ptpwire.CmdQuit)
 	must(t, err)
 }
+
+// TestHoldResumeAndFlowControl: the document's CHANGE_JOB holds and resumes through the
+// control owner (text form); PTP 5's SUSPEND_EVENTS stops model events until
+// RESUME_EVENTS, after which the changes made meanwhile arrive in order.
+func TestHoldResumeAndFlowControl(t *testing.T) {
+	h := newHarness(t)
+	txt, err := ptptest.Dial(h.addr, ptpwire.FormatText, "")
+	must(t, err)
+	defer txt.Close()
+	must(t, txt.Handshake(wait, 10))
+	_, err = txt.Must(wait, ptpwire.CmdSubmitJob, "jobSubId=h", "execName=sleep")
+	must(t, err)
+	id := h.lastJob()
+	h.run(id)
+	must(t, txt.Wait(wait, "running", func(c *ptptest.Client) bool { return c.BySubID["h"] != "" }))
+	j, _ := txt.Job("h")
+	_, err = txt.Must(wait, ptpwire.CmdChangeJob, "jobId="+j.ID, "jobState=SUSPENDED")
+	must(t, err)
+	if st, _ := h.store.State(t.Context(), id); !st.HoldRequested {
+		t.Fatalf("CHANGE_JOB jobState=SUSPENDED did not request a hold: %+v", st)
+	}
+	r, err := txt.Call(wait, ptpwire.CmdChangeJob, "jobId="+j.ID, "name=other")
+	must(t, err)
+	if r[0].ID != ptpwire.EvError {
+		t.Fatalf("CHANGE_JOB of a name: %v", r)
+	}
+	r, err = txt.Call(wait, ptpwire.CmdMoveJob, "jobId="+j.ID, "queueId=1")
+	must(t, err)
+	if r[0].ID != ptpwire.EvError || !strings.Contains(r[0].Args[2], "MOVE_JOB is not implemented") {
+		t.Fatalf("MOVE_JOB: %v", r)
+	}
+
+	bin, err := ptptest.Dial(h.addr, ptpwire.FormatBinary, "")
+	must(t, err)
+	defer bin.Close()
+	must(t, bin.Handshake(wait, 10))
+	must(t, bin.Wait(wait, "the job", func(c *ptptest.Client) bool { _, ok := c.Jobs[j.ID]; return ok }))
+	_, err = bin.Must(wait, ptpwire.CmdSuspendEvents)
+	must(t, err)
+	var before int
+	bin.Snapshot(func(c *ptptest.Client) { before = c.Events })
+	h.step(id, events.Exited, events.ExitedData{ExitCode: 3})
+	must(t, txt.Wait(wait, "the text session sees the exit", func(c *ptptest.Client) bool { return c.Jobs[j.ID].Attrs["jobExitCode"] == "3" }))
+	bin.Snapshot(func(c *ptptest.Client) {
+		if c.Events != before {
+			t.Errorf("%d events arrived while suspended", c.Events-before)
+		}
+	})
+	_, err = bin.Must(wait, ptpwire.CmdResumeEvents)
+	must(t, err)
+	must(t, bin.Wait(wait, "the exit after resuming", func(c *ptptest.Client) bool { return c.Jobs[j.ID].Attrs["jobExitCode"] == "3" }))
+}
