@@ -225,10 +225,11 @@ func TestPTPWithTokens(t *testing.T) {
 // straight from the NATS cluster that serve runs.
 func TestPTPProxyServesFromNATS(t *testing.T) {
 	natsAddr := freeAddr(t)
-	serveCLI(t, "--nats-listen", natsAddr)
+	serveCLI(t, "--nats-listen", natsAddr, "--nats-user", "gw", "--nats-password", "s3cret")
 	eclipse, proxy := net.Pipe()
 	f := &ptpProxyFlags{}
 	f.bus.natsURL, f.bus.data, f.bus.logLevel = "nats://"+natsAddr, t.TempDir(), "error"
+	f.bus.user, f.bus.password = "gw", "s3cret"
 	e := &env{getenv: func(string) string { return "" }, stdout: io.Discard, stderr: io.Discard}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

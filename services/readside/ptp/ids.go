@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gridwire/gridwire/events"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -42,8 +43,13 @@ type ids struct {
 }
 
 func openIDs(ctx context.Context, js jetstream.JetStream) (*ids, error) {
+	replicas, err := events.Replicas(ctx, js) // as many copies as the log keeps
+	if err != nil {
+		return nil, err
+	}
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: IDBucket,
-		Description: "PTP element ID offsets of gridwire's jobs, clusters, queues and hosts", Storage: jetstream.FileStorage})
+		Description: "PTP element ID offsets of gridwire's jobs, clusters, queues and hosts", Storage: jetstream.FileStorage,
+		Replicas: replicas})
 	if err != nil {
 		return nil, fmt.Errorf("ptp: opening %s: %w", IDBucket, err)
 	}
