@@ -61,7 +61,7 @@ func streamFor(d time.Duration, next http.Handler) http.Handler {
 
 // rowOf returns the table row of a job in a dumped DOM.
 func rowOf(dom, id string) string {
-	m := regexp.MustCompile(`<tr data-job="` + id + `">.*?</tr>`).FindString(dom)
+	m := regexp.MustCompile(`<tr data-job="` + id + `"[^>]*>.*?</tr>`).FindString(dom)
 	return m
 }
 
@@ -113,7 +113,7 @@ func TestWebPageInBrowser(t *testing.T) {
 
 	dom = dumpDOM(t, browser, srv+"/?job="+running)
 	for _, want := range []string{
-		`id="job-state">FAILED<`,
+		`class="badge FAILED">FAILED<`,
 		`data-script="START"`, "exec ./job.sh",
 		"attempt 1 of 2: a → b failed: refused", "attempt 2 of 2: a → b (5 bytes)",
 		`class="event status_changed"`, "RUNNING (R)", "exit code 1",

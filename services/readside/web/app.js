@@ -1,6 +1,8 @@
-// gridwire's web page: the job table with live state, and one job's timeline. Plain
-// JavaScript against the HTTP API; no build step. A token given as #token=... is kept
-// in localStorage and sent with every request.
+// gridwire's web page: the job list (counts by state, filters, search, paging, groups as
+// trees) and one job's page (summary, actions, a timeline of phases, attempts, live
+// output, transfers, the description as submitted and as gridwire read it, the rendered
+// scripts and every event). Plain JavaScript against the HTTP API; no build step. A
+// token given as #token=... is kept in localStorage and sent with every request.
 "use strict";
 
 (function () {
@@ -8,10 +10,30 @@
   if (hash.get("token")) localStorage.setItem("gridwire-token", hash.get("token"));
   const token = localStorage.getItem("gridwire-token") || "";
   const headers = token ? { Authorization: "Bearer " + token } : {};
+  const STATES = ["SUBMITTED", "INCARNATED", "STAGING_IN", "QUEUED", "RUNNING", "HELD", "STAGING_OUT",
+    "SUCCEEDED", "FAILED", "CANCELLED"];
+  const TERMINAL = new Set(["SUCCEEDED", "FAILED", "CANCELLED"]);
+  const PAGE = 50;
 
-  function api(path) {
-    return fetch(path, { headers }).then(function (r) {
-      if (!r.ok) throw new Error(path + ": HTTP " + r.status);
+  // --- plumbing ----------------------------------------------------------------------
+  function apiError(path, r) {
+    return r.json().then(function (b) {
+      const e = (b && b.error) || {};
+      const err = new Error(e.detail || (path + ": HTTP " + r.status));
+      err.code = e.code || "http_" + r.status;
+      err.status = r.status;
+      throw err;
+    }, function () {
+      const err = new Error(path + ": HTTP " + r.status);
+      err.status = r.status;
+      throw err;
+    });
+  }
+
+  function api(path, opts) {
+    const o = Object.assign({ headers: headers }, opts || {});
+    return fetch(path, o).then(function (r) {
+      if (!r.ok) return apiError(path, r);
       return r.json();
     });
   }
@@ -27,112 +49,344 @@
     const e = document.createElement(tag);
     for (const k in attrs || {}) {
       if (k === "text") e.textContent = attrs[k];
-      else e.setAttribute(k, attrs[k]);
+      else if (attrs[k] !== undefined && attrs[k] !== null) e.setAttribute(k, attrs[k]);
     }
-    for (const c of children || []) e.appendChild(c);
+    for (const c of children || []) if (c) e.appendChild(c);
     return e;
   }
 
-  function when(t) {
-    return t && !t.startsWith("0001-") ? t.replace("T", " ").replace(/\.\d+Z$/, "Z") : "";
+  function showError(msg) {
+    const p = document.getElementById("error");
+    p.textContent = msg;
+    p.hidden = false;
   }
 
-  function setLive(on) {
+  function setLive(on, text) {
     const l = document.getElementById("live");
     l.className = on ? "on" : "off";
-    l.textContent = on ? "live" : "reconnecting";
+    l.textContent = text || (on ? "live" : "reconnecting");
   }
 
-  // --- the job table ---------------------------------------------------------------
-  const rows = new Map();
-
-  function renderRow(v) {
-    const link = el("a", { href: "?job=" + encodeURIComponent(v.id), text: v.id });
-    const tr = el("tr", { "data-job": v.id }, [
-      el("td", {}, [link]),
-      el("td", { text: v.name || "" }),
-      el("td", { class: "state " + v.status, text: v.status }),
-      el("td", { text: v.native_state || "" }),
-      el("td", { text: v.cluster || "" }),
-      el("td", { text: v.exit_code === undefined || v.exit_code === null ? "" : String(v.exit_code) }),
-      el("td", { text: v.submitter || "" }),
-      el("td", { text: when(v.submitted_at) }),
-      el("td", { text: when(v.updated_at) }),
-    ]);
-    const body = document.querySelector("#jobs tbody");
-    const old = rows.get(v.id);
-    if (old) body.replaceChild(tr, old);
-    else body.insertBefore(tr, body.firstChild);
-    rows.set(v.id, tr);
+  function time(t) {
+    if (!t || t.startsWith("0001-")) return null;
+    return new Date(t);
   }
 
-  function tableView() {
-    let pending = new Set();
-    let timer = null;
-    function refresh() {
-      timer = null;
-      const ids = Array.from(pending);
-      pending = new Set();
-      for (const id of ids) api("/v1/jobs/" + encodeURIComponent(id)).then(renderRow).catch(function () {});
+  // when shows a moment in the viewer's local time, to the millisecond (the tooltip has UTC).
+  function when(t) {
+    const d = time(t);
+    if (!d) return "";
+    const p = function (n, w) { return String(n).padStart(w || 2, "0"); };
+    return d.getFullYear() + "-" + p(d.getMonth() + 1) + "-" + p(d.getDate()) + " " + p(d.getHours()) + ":" +
+      p(d.getMinutes()) + ":" + p(d.getSeconds()) + "." + p(d.getMilliseconds(), 3);
+  }
+
+  // span shows a duration in ms the way people read it: 850ms, 4.2s, 3m 5s, 2h 10m.
+  function span(ms) {
+    if (ms === null || ms === undefined || ms < 0 || isNaN(ms)) return "";
+    if (ms < 1000) return Math.round(ms) + "ms";
+    if (ms < 60000) return (ms / 1000).toFixed(ms < 10000 ? 1 : 0) + "s";
+    const s = Math.round(ms / 1000);
+    if (s < 3600) return Math.floor(s / 60) + "m " + (s % 60) + "s";
+    if (s < 86400) return Math.floor(s / 3600) + "h " + Math.floor((s % 3600) / 60) + "m";
+    return Math.floor(s / 86400) + "d " + Math.floor((s % 86400) / 3600) + "h";
+  }
+
+  function duration(v) {
+    const start = time(v.started_at) || time(v.submitted_at);
+    if (!start) return "";
+    const end = time(v.ended_at) || (TERMINAL.has(v.status) ? time(v.updated_at) : new Date());
+    return span(end - start);
+  }
+
+  function stateCell(v) {
+    return el("td", { class: "state " + v.status, text: v.status });
+  }
+
+  // --- who may do what ---------------------------------------------------------------
+  let grant = { principal: "", allow: [] };
+  const whoami = api("/v1/whoami").then(function (g) {
+    grant = g;
+    document.getElementById("whoami").textContent = g.principal;
+    return g;
+  }, function () { return grant; });
+
+  // --- the job list ------------------------------------------------------------------
+  function listView() {
+    document.getElementById("table-view").hidden = false;
+    const params = new URLSearchParams(location.search);
+    const search = document.getElementById("search");
+    const stateSel = document.getElementById("state-filter");
+    const clusterSel = document.getElementById("cluster-filter");
+    const trees = document.getElementById("groups-only");
+    for (const s of STATES) stateSel.appendChild(el("option", { value: s, text: s.toLowerCase() }));
+    search.value = params.get("q") || "";
+    stateSel.value = params.get("state") || "";
+    trees.checked = params.get("flat") !== "1";
+    const cursors = [""]; // the cursor of each page seen, for "newer"
+    let page = 0;
+    let rows = new Map(); // job ID -> its row, for live updates
+    let src = null;
+
+    function query() {
+      const q = { order: "desc", limit: String(PAGE) };
+      if (search.value.trim()) q.q = search.value.trim();
+      if (stateSel.value) q.state = stateSel.value;
+      if (clusterSel.value) q.cluster = clusterSel.value;
+      if (trees.checked) q.root = "true";
+      return q;
     }
-    api("/v1/jobs?order=desc&limit=500").then(function (page) {
-      for (const v of page.jobs.slice().reverse()) renderRow(v);
-      const src = new EventSource(streamURL(page.seq ? { after: String(page.seq) } : {}));
+
+    function remember() {
+      const q = new URLSearchParams();
+      if (search.value.trim()) q.set("q", search.value.trim());
+      if (stateSel.value) q.set("state", stateSel.value);
+      if (clusterSel.value) q.set("cluster", clusterSel.value);
+      if (!trees.checked) q.set("flat", "1");
+      const s = q.toString();
+      history.replaceState(null, "", s ? "?" + s : "/");
+    }
+
+    function counts(c, total) {
+      const box = document.getElementById("counts");
+      box.textContent = "";
+      box.appendChild(el("button", { type: "button", class: "count" + (stateSel.value ? "" : " on"), "data-state": "" }, [
+        el("b", { text: String(total) }), document.createTextNode(" jobs")]));
+      for (const s of STATES) {
+        if (!c[s]) continue;
+        box.appendChild(el("button", { type: "button", class: "count " + s + (stateSel.value === s ? " on" : ""), "data-state": s }, [
+          el("b", { text: String(c[s]) }), document.createTextNode(" " + s.toLowerCase())]));
+      }
+    }
+
+    function clusters(list) {
+      const have = new Set(Array.from(clusterSel.options).map(function (o) { return o.value; }));
+      for (const c of list || []) if (!have.has(c)) clusterSel.appendChild(el("option", { value: c, text: c }));
+      clusterSel.value = params.get("cluster") || clusterSel.value;
+    }
+
+    function row(v, depth, childCount) {
+      const link = el("a", { href: "?job=" + encodeURIComponent(v.id), text: v.id, class: "mono" });
+      const first = el("td", { class: "id" }, []);
+      first.style.paddingLeft = (0.5 + depth * 1.25) + "em";
+      if (childCount) {
+        const t = el("button", { type: "button", class: "toggle", "aria-expanded": "false", title: "show its " + childCount + " jobs", text: "▸" });
+        t.addEventListener("click", function () { toggle(v, tr, t, depth); });
+        first.appendChild(t);
+      }
+      first.appendChild(link);
+      const name = v.name || (v.path || "");
+      const tr = el("tr", { "data-job": v.id, "data-depth": String(depth) }, [
+        first,
+        el("td", { class: "name", text: name + (childCount ? " (" + childCount + ")" : "") }),
+        stateCell(v),
+        el("td", { class: "wide", text: v.cluster || "" }),
+        el("td", { class: "exit", text: v.exit_code === undefined || v.exit_code === null ? "" : String(v.exit_code) }),
+        el("td", { class: "wide", text: duration(v) }),
+        el("td", { class: "wide", text: when(v.submitted_at), title: v.submitted_at }),
+        el("td", { class: "reason", text: v.reason || "", title: v.reason || "" }),
+      ]);
+      rows.set(v.id, tr);
+      return tr;
+    }
+
+    // toggle shows a group's jobs under its row, nested by collection (DDS) or by
+    // job of the document (JRDL subjobs).
+    function toggle(v, tr, button, depth) {
+      const open = button.getAttribute("aria-expanded") === "true";
+      if (open) {
+        let next = tr.nextSibling;
+        while (next && Number(next.getAttribute("data-depth")) > depth) {
+          const after = next.nextSibling;
+          next.remove();
+          next = after;
+        }
+        button.setAttribute("aria-expanded", "false");
+        button.textContent = "▸";
+        return;
+      }
+      button.setAttribute("aria-expanded", "true");
+      button.textContent = "▾";
+      api("/v1/jobs?" + new URLSearchParams({ parent: v.id, limit: "1000" })).then(function (p) {
+        let at = tr;
+        const insert = function (r) { at.parentNode.insertBefore(r, at.nextSibling); at = r; };
+        const byBranch = new Map();
+        const kids = p.jobs.slice().sort(function (a, b) { return (a.name || a.id).localeCompare(b.name || b.id); });
+        for (const c of kids) {
+          const b = c.collection || (c.name && c.name.includes("/") ? c.name.slice(0, c.name.lastIndexOf("/")) : "");
+          if (!byBranch.has(b)) byBranch.set(b, []);
+          byBranch.get(b).push(c);
+        }
+        for (const [branch, kids] of byBranch) {
+          let d = depth + 1;
+          if (branch) {
+            const g = el("tr", { class: "branch", "data-depth": String(d) }, [
+              el("td", { colspan: "8", text: "▾ " + branch + " (" + kids.length + ")" })]);
+            g.firstChild.style.paddingLeft = (0.5 + d * 1.25) + "em";
+            insert(g);
+            d++;
+          }
+          for (const c of kids) insert(row(c, d, 0));
+        }
+      }, function (err) { showError(err.message); });
+    }
+
+    function load() {
+      remember();
+      const q = query();
+      if (cursors[page]) q.after = cursors[page];
+      api("/v1/jobs?" + new URLSearchParams(q)).then(function (p) {
+        document.getElementById("error").hidden = true;
+        const body = document.querySelector("#jobs tbody");
+        body.textContent = "";
+        rows = new Map();
+        for (const v of p.jobs) body.appendChild(row(v, 0, v.children || 0));
+        if (!p.jobs.length) body.appendChild(el("tr", { class: "empty" }, [el("td", { colspan: "8", text: "no job matches" })]));
+        const all = Object.values(p.counts || {}).reduce(function (a, b) { return a + b; }, 0);
+        counts(p.counts || {}, all);
+        clusters(p.clusters);
+        cursors[page + 1] = p.next || "";
+        document.getElementById("older").disabled = !p.next;
+        document.getElementById("newer").disabled = page === 0;
+        document.getElementById("page-info").textContent = "page " + (page + 1) + " · " + p.jobs.length + " shown of " + (p.total || p.jobs.length);
+        follow(p.seq);
+      }, function (err) { showError(err.message); });
+    }
+
+    function follow(seq) {
+      if (src) src.close();
+      let pending = new Set();
+      let timer = null;
+      const refresh = function () {
+        timer = null;
+        const ids = Array.from(pending);
+        pending = new Set();
+        for (const id of ids) {
+          const old = rows.get(id);
+          if (!old) continue;
+          api("/v1/jobs/" + encodeURIComponent(id)).then(function (v) {
+            const depth = Number(old.getAttribute("data-depth"));
+            const toggleBtn = old.querySelector(".toggle");
+            const fresh = row(v, depth, toggleBtn ? (v.children || 0) : 0);
+            if (toggleBtn && toggleBtn.getAttribute("aria-expanded") === "true") {
+              fresh.replaceChild(old.firstChild, fresh.firstChild);
+            }
+            if (old.parentNode) old.parentNode.replaceChild(fresh, old);
+          }).catch(function () {});
+        }
+      };
+      src = new EventSource(streamURL(seq ? { after: String(seq) } : {}));
       src.onopen = function () { setLive(true); };
       src.onerror = function () { setLive(false); };
-      src.onmessage = function () {};
       const onEvent = function (m) {
         const e = JSON.parse(m.data);
         pending.add(e.job);
-        if (!timer) timer = setTimeout(refresh, 100);
+        if (!rows.has(e.job) && e.name === "submitted" && page === 0) {
+          if (!timer) timer = setTimeout(function () { timer = null; load(); }, 500);
+          return;
+        }
+        if (!timer) timer = setTimeout(refresh, 150);
       };
       for (const name of EVENT_NAMES) src.addEventListener(name, onEvent);
+    }
+
+    let typing = null;
+    search.addEventListener("input", function () {
+      clearTimeout(typing);
+      typing = setTimeout(function () { page = 0; cursors.length = 1; load(); }, 250);
     });
+    document.getElementById("filters").addEventListener("submit", function (ev) { ev.preventDefault(); });
+    for (const s of [stateSel, clusterSel, trees]) s.addEventListener("change", function () { page = 0; cursors.length = 1; load(); });
+    document.getElementById("counts").addEventListener("click", function (ev) {
+      const b = ev.target.closest("button.count");
+      if (!b) return;
+      stateSel.value = b.getAttribute("data-state");
+      page = 0;
+      cursors.length = 1;
+      load();
+    });
+    document.getElementById("older").addEventListener("click", function () { page++; load(); });
+    document.getElementById("newer").addEventListener("click", function () { if (page > 0) page--; load(); });
+    load();
   }
 
   const EVENT_NAMES = ["submitted", "incarnated", "staging_in", "transfer", "queued", "started",
     "status_changed", "status_unknown", "status_known", "held", "resumed", "exited", "staged_out",
     "succeeded", "failed", "cancelled", "cancel_requested", "hold_requested", "resume_requested",
-    "action_failed"];
+    "action_failed", "property_set"];
 
-  // --- one job's page --------------------------------------------------------------
+  // --- one job's page ----------------------------------------------------------------
   function summary(v) {
+    document.title = (v.name || v.id) + " · gridwire";
+    document.getElementById("job-name").textContent = v.name || (v.kind === "group" ? "group" : "job");
+    const badge = document.getElementById("job-state");
+    badge.textContent = v.status;
+    badge.className = "badge " + v.status;
+    document.getElementById("job-id").textContent = v.id;
     const dl = document.getElementById("job-summary");
     dl.textContent = "";
-    const fields = [["state", v.status], ["native state", v.native_state], ["cluster", v.cluster],
-      ["native id", v.native_id], ["exit code", v.exit_code === undefined ? "" : String(v.exit_code)],
-      ["reason", v.reason], ["submitter", v.submitter], ["submitted", when(v.submitted_at)],
-      ["started", when(v.started_at)], ["ended", when(v.ended_at)]];
+    const started = time(v.started_at);
+    let took = ["waiting for", duration(v)];
+    if (started && time(v.ended_at)) took = ["ran for", span(time(v.ended_at) - started)];
+    else if (started) took = ["running for", duration(v)];
+    else if (TERMINAL.has(v.status)) took = ["took", duration(v)];
+    const fields = [["exit code", v.exit_code === undefined || v.exit_code === null ? "" : String(v.exit_code)],
+      ["reason", v.reason], ["cluster", v.cluster], ["native id", v.native_id], ["native state", v.native_state],
+      ["submitter", v.submitter], ["submitted", when(v.submitted_at)], ["started", when(v.started_at)],
+      ["ended", when(v.ended_at)], took];
     for (const [k, val] of fields) {
       if (!val) continue;
       dl.appendChild(el("dt", { text: k }));
       dl.appendChild(el("dd", { id: "job-" + k.replace(/ /g, "-"), text: val }));
     }
+    if (v.parent) {
+      dl.appendChild(el("dt", { text: "part of" }));
+      dl.appendChild(el("dd", {}, [el("a", { href: "?job=" + encodeURIComponent(v.parent), class: "mono", text: v.parent })]));
+    }
+    actions(v);
+  }
+
+  function actions(v) {
+    const box = document.getElementById("actions");
+    box.textContent = "";
+    if (!(grant.allow || []).includes("cancel")) return;
+    const can = {
+      cancel: !TERMINAL.has(v.status),
+      hold: v.status === "QUEUED" || v.status === "RUNNING",
+      resume: v.status === "HELD",
+    };
+    for (const verb of ["hold", "resume", "cancel"]) {
+      if (!can[verb]) continue;
+      const b = el("button", { type: "button", class: "action " + verb, id: "action-" + verb, text: verb });
+      b.addEventListener("click", function () {
+        if (verb === "cancel" && !confirm("Cancel job " + v.id + "?")) return;
+        b.disabled = true;
+        api("/v1/jobs/" + encodeURIComponent(v.id) + "/" + verb, {
+          method: "POST", headers: Object.assign({ "Content-Type": "application/json" }, headers),
+          body: JSON.stringify({ reason: "from the web page" }),
+        }).then(function (r) {
+          note(verb + " requested (now " + r.status + ")");
+        }, function (err) { note(verb + ": " + err.message); b.disabled = false; });
+      });
+      box.appendChild(b);
+    }
+  }
+
+  function note(text) {
+    const p = document.getElementById("action-result");
+    p.textContent = text;
+    p.hidden = false;
   }
 
   function detail(e) {
     const d = e.data || {};
     switch (e.name) {
-      case "incarnated": {
-        const parts = [el("div", { text: "on " + d.cluster + " (" + (d.lrms || d.profile) + "), in " + d.work_dir })];
-        for (const name of Object.keys(d.scripts || {}).sort()) {
-          const s = d.scripts[name];
-          if (!s.body) continue;
-          parts.push(el("details", { class: "script", "data-script": name, open: "" }, [
-            el("summary", { text: name + " script (sha256 " + (s.sha256 || "").slice(0, 12) + ")" }),
-            el("pre", { text: s.body }),
-          ]));
-        }
-        return parts;
-      }
+      case "incarnated":
+        return [el("div", { text: "on " + d.cluster + " (" + (d.lrms || d.profile) + "), in " + d.work_dir })];
       case "staging_in":
         return [el("div", { text: (d.files || []).length + " file(s) to stage " + d.direction })];
       case "transfer":
-        return [el("div", {
-          class: "attempt" + (d.error ? " failed" : ""),
-          text: "attempt " + d.attempt + " of " + d.of + ": " + d.from + " → " + d.to +
-            (d.error ? " failed: " + d.error : " (" + d.bytes + " bytes)"),
-        })];
+        return [el("div", { class: "attempt" + (d.error ? " failed" : ""), text: transferText(d) })];
       case "started":
         return [el("div", { text: "native id " + d.native_id + (d.host ? " on " + d.host : "") })];
       case "status_changed":
@@ -142,39 +396,236 @@
       case "staged_out":
         return [el("div", { text: d.ok ? "stage-out done" : "stage-out failed: " + (d.reason || "") })];
       default:
-        return d.reason ? [el("div", { text: d.reason })] : [];
+        return d.reason ? [el("div", { text: d.reason })] : (d.error ? [el("div", { text: d.error })] : []);
+    }
+  }
+
+  function transferText(d) {
+    return "attempt " + d.attempt + " of " + d.of + ": " + d.from + " → " + d.to +
+      (d.error ? " failed: " + d.error : " (" + d.bytes + " bytes)");
+  }
+
+  // --- phases: the timeline drawn to scale ---------------------------------------------
+  const PHASE_OF = {
+    submitted: "submitted", incarnated: "incarnated", staging_in: "staging in", queued: "queued",
+    started: "running", held: "held", resumed: "running", exited: "staging out", staged_out: "staging out",
+  };
+
+  function phases(evs) {
+    const out = [];
+    let cur = null;
+    for (const e of evs) {
+      const t = time(e.time);
+      if (!t) continue;
+      let name = PHASE_OF[e.name];
+      if (e.name === "status_changed" && e.data && e.data.state === "QUEUED") name = "queued";
+      if (e.name === "status_changed" && e.data && e.data.state === "RUNNING") name = "running";
+      if (TERMINAL.has((e.name || "").toUpperCase())) {
+        if (cur) cur.end = t;
+        out.push({ name: e.name, start: t, end: t, terminal: true });
+        cur = null;
+        continue;
+      }
+      if (!name || (cur && cur.name === name)) continue;
+      if (cur) cur.end = t;
+      cur = { name: name, start: t, end: null };
+      out.push(cur);
+    }
+    if (cur) cur.end = new Date();
+    return out;
+  }
+
+  function drawPhases(evs) {
+    const ps = phases(evs);
+    const box = document.getElementById("phases");
+    box.textContent = "";
+    if (!ps.length) return;
+    const t0 = ps[0].start;
+    const total = Math.max(ps[ps.length - 1].end - t0, 1);
+    const bar = el("div", { class: "bar" });
+    const legend = el("ol", { class: "legend" });
+    for (const p of ps) {
+      const ms = p.end - p.start;
+      const cls = "phase " + p.name.replace(/ /g, "_");
+      if (!p.terminal) {
+        const seg = el("div", { class: cls, title: p.name + " " + span(ms) });
+        seg.style.width = Math.max(100 * ms / total, 0.8) + "%";
+        bar.appendChild(seg);
+      }
+      legend.appendChild(el("li", { class: cls }, [
+        el("span", { class: "swatch" }), el("span", { class: "pname", text: p.name }),
+        el("span", { class: "pdur", text: p.terminal ? when(p.start.toISOString()).slice(11) : span(ms) })]));
+    }
+    box.appendChild(bar);
+    box.appendChild(legend);
+  }
+
+  function drawAttempts(evs) {
+    const body = document.querySelector("#attempts tbody");
+    body.textContent = "";
+    const runs = [];
+    for (const e of evs) {
+      const d = e.data || {};
+      if (e.name === "started") runs.push({ start: time(e.time), host: d.host || "", native: d.native_id || "", end: null, exit: "" });
+      if (e.name === "exited" && runs.length) {
+        const r = runs[runs.length - 1];
+        r.end = time(e.time);
+        r.exit = d.exit_code === undefined ? "" : String(d.exit_code);
+      }
+    }
+    runs.forEach(function (r, i) {
+      body.appendChild(el("tr", {}, [el("td", { text: String(i + 1) }), el("td", { text: r.host }),
+        el("td", { class: "mono", text: r.native }), el("td", { text: when(r.start && r.start.toISOString()) }),
+        el("td", { text: r.end ? span(r.end - r.start) : "running" }), el("td", { text: r.exit })]));
+    });
+    document.getElementById("attempts").hidden = runs.length === 0;
+  }
+
+  function drawTransfers(evs) {
+    const body = document.querySelector("#transfers tbody");
+    body.textContent = "";
+    let n = 0;
+    for (const e of evs) {
+      if (e.name !== "transfer") continue;
+      const d = e.data || {};
+      n++;
+      body.appendChild(el("tr", { class: d.error ? "failed" : "" }, [el("td", { text: d.direction }),
+        el("td", { class: "mono", text: d.from }), el("td", { class: "mono", text: d.to }),
+        el("td", { text: d.attempt + " of " + d.of }), el("td", { text: String(d.bytes || 0) }),
+        el("td", { text: span((d.duration || 0) / 1e6) }), el("td", { text: d.error ? "failed: " + d.error : "ok" })]));
+    }
+    document.getElementById("transfers-section").hidden = n === 0;
+  }
+
+  function drawDescription(evs) {
+    const sub = evs.find(function (e) { return e.name === "submitted"; });
+    if (!sub || !sub.data) return;
+    const job = sub.data.job || sub.data;
+    const orig = job.original || {};
+    if (orig.bytes) {
+      let text = "";
+      try { text = new TextDecoder().decode(Uint8Array.from(atob(orig.bytes), function (c) { return c.charCodeAt(0); })); }
+      catch (err) { text = "(not text: " + err.message + ")"; }
+      document.querySelector("#original pre").textContent = text;
+      document.getElementById("original-format").textContent = "(" + [orig.format, orig.file].filter(Boolean).join(", ") + ")";
+    }
+    const canon = Object.assign({}, job);
+    if (canon.original) canon.original = Object.assign({}, canon.original, { bytes: "(shown above)" });
+    document.querySelector("#canonical pre").textContent = JSON.stringify(canon, null, 2);
+  }
+
+  function drawScripts(evs) {
+    const box = document.getElementById("scripts");
+    box.textContent = "";
+    const inc = evs.filter(function (e) { return e.name === "incarnated"; }).pop();
+    const scripts = (inc && inc.data && inc.data.scripts) || {};
+    for (const name of Object.keys(scripts).sort()) {
+      const s = scripts[name];
+      if (!s.body) continue;
+      box.appendChild(el("details", { class: "script", "data-script": name }, [
+        el("summary", { text: name + " script (sha256 " + (s.sha256 || "").slice(0, 12) + ")" }),
+        el("pre", { text: s.body }),
+      ]));
     }
   }
 
   function addEvent(e, seen) {
-    if (seen.has(e.seq)) return;
+    if (seen.has(e.seq)) return false;
     seen.add(e.seq);
     const li = el("li", { class: "event " + e.name, "data-seq": String(e.seq) }, [
-      el("span", { class: "when", text: when(e.time) }),
+      el("span", { class: "when", text: when(e.time), title: e.time }),
       el("span", { class: "what", text: e.name }),
       el("span", { class: "who", text: " by " + (e.principal || e.source) }),
     ].concat(detail(e)));
     document.getElementById("timeline").appendChild(li);
+    return true;
+  }
+
+  // output follows the job's standard output or error as it grows, from the logs API.
+  function output(id) {
+    let which = "stdout";
+    let ctrl = null;
+    const pre = document.getElementById("output");
+    const noteEl = document.getElementById("output-note");
+    function start() {
+      if (ctrl) ctrl.abort();
+      ctrl = new AbortController();
+      const mine = ctrl;
+      pre.textContent = "";
+      noteEl.textContent = "loading…";
+      const q = new URLSearchParams({ stream: which, follow: "true" });
+      fetch("/v1/jobs/" + encodeURIComponent(id) + "/logs?" + q, { headers: headers, signal: mine.signal }).then(function (r) {
+        if (!r.ok) return apiError("logs", r);
+        noteEl.textContent = "following";
+        const reader = r.body.getReader();
+        const dec = new TextDecoder();
+        const pump = function () {
+          return reader.read().then(function (c) {
+            if (c.done) {
+              noteEl.textContent = pre.textContent ? "complete" : "(empty)";
+              return;
+            }
+            pre.appendChild(document.createTextNode(dec.decode(c.value, { stream: true })));
+            pre.scrollTop = pre.scrollHeight;
+            return pump();
+          });
+        };
+        return pump();
+      }).catch(function (err) {
+        if (mine.signal.aborted) return;
+        noteEl.textContent = err.message;
+      });
+    }
+    for (const s of ["stdout", "stderr"]) {
+      document.getElementById("tab-" + s).addEventListener("click", function () {
+        which = s;
+        document.getElementById("tab-stdout").className = "tab" + (s === "stdout" ? " on" : "");
+        document.getElementById("tab-stderr").className = "tab" + (s === "stderr" ? " on" : "");
+        start();
+      });
+    }
+    start();
   }
 
   function jobView(id) {
-    document.getElementById("table-view").hidden = true;
     document.getElementById("job-view").hidden = false;
     document.getElementById("job-id").textContent = id;
     const seen = new Set();
+    const all = [];
     const path = "/v1/jobs/" + encodeURIComponent(id);
-    api(path).then(summary);
-    api(path + "/events").then(function (evs) {
+    function redraw() {
+      drawPhases(all);
+      drawAttempts(all);
+      drawTransfers(all);
+      document.querySelector("#raw pre").textContent = JSON.stringify(all, null, 2);
+    }
+    Promise.all([api(path), api(path + "/events"), whoami]).then(function (r) {
+      summary(r[0]);
       let last = 0;
-      for (const e of evs) { addEvent(e, seen); last = e.seq; }
+      for (const e of r[1]) { if (addEvent(e, seen)) all.push(e); last = e.seq; }
+      drawDescription(all);
+      drawScripts(all);
+      redraw();
+      if (r[0].kind !== "group") output(id);
       const src = new EventSource(streamURL({ job: id, after: String(last) }));
       src.onopen = function () { setLive(true); };
       src.onerror = function () { setLive(false); };
-      const onEvent = function (m) { addEvent(JSON.parse(m.data), seen); api(path).then(summary); };
+      const onEvent = function (m) {
+        const e = JSON.parse(m.data);
+        if (!addEvent(e, seen)) return;
+        all.push(e);
+        if (e.name === "incarnated") drawScripts(all);
+        redraw();
+        api(path).then(summary);
+      };
       for (const name of EVENT_NAMES) src.addEventListener(name, onEvent);
+    }, function (err) {
+      setLive(false, "not found");
+      document.getElementById("job-name").textContent = err.status === 404 ? "No such job" : "Cannot show this job";
+      showError(err.message);
     });
   }
 
   const job = new URLSearchParams(location.search).get("job");
-  if (job) jobView(job); else tableView();
+  if (job) jobView(job); else listView();
 })();
