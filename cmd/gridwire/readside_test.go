@@ -216,7 +216,7 @@ func TestReadsideAloneServesTheReadAPI(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {
-		_, _, err := runCLI(ctx, "readside", "--nats-url", h.server.ClientURL(), "--http", addr, "--log-level", "error",
+		_, _, err := runCLI(ctx, "readside", "--nats-url", h.natsURL(), "--http", addr, "--log-level", "error",
 			"--data", t.TempDir())
 		served <- err
 	}()
