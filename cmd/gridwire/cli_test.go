@@ -328,3 +328,23 @@ func TestCompletionOfJobIDs(t *testing.T) {
 		t.Errorf("completion bash: %d", status)
 	}
 }
+
+// submit --follow prints each event of each job as it happens, then how each ended.
+func TestSubmitFollow(t *testing.T) {
+	server := serveCLI(t)
+	job := writeFile(t, t.TempDir(), "job.json", `{"version":3,"executable":"/bin/sh","arguments":["-c","exit 4"]}`)
+	status, out, errOut := cli(context.Background(), "submit", "--follow", "--server", server, job)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if status != exitFailed || len(lines) < 5 {
+		t.Fatalf("submit --follow: %d\n%s%s", status, out, errOut)
+	}
+	id := strings.Fields(lines[len(lines)-1])[0]
+	for _, want := range []string{" " + id + " submitted", " " + id + " started", " " + id + " failed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("submit --follow lacks %q:\n%s", want, out)
+		}
+	}
+	if last := lines[len(lines)-1]; last != id+" FAILED exit 4" {
+		t.Errorf("the last line is %q", last)
+	}
+}

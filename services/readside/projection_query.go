@@ -7,16 +7,20 @@ import (
 	"github.com/gridwire/gridwire/events"
 )
 
-// matchesText reports whether the row's ID, name, submitter, reason, cluster or place in
-// its document holds text, in any case.
+// matchesText reports whether the row's ID, name, submitter, reason or cluster holds
+// text, in any case.
 func matchesText(r Row, text string) bool {
-	text = strings.ToLower(text)
-	fields := []string{r.JobID, r.Reason, r.Cluster}
-	if r.Job != nil {
-		fields = append(fields, r.Job.Name, r.Job.Submitter, r.Job.Original.Path)
+	if containsFold(r.JobID, text) || containsFold(r.Reason, text) || containsFold(r.Cluster, text) {
+		return true
 	}
-	for _, f := range fields {
-		if strings.Contains(strings.ToLower(f), text) {
+	return r.Job != nil && (containsFold(r.Job.Name, text) || containsFold(r.Job.Submitter, text))
+}
+
+// containsFold is strings.Contains under Unicode case folding, without copying s (a
+// search runs it over every row of the table).
+func containsFold(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(sub)], sub) {
 			return true
 		}
 	}
