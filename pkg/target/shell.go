@@ -39,6 +39,15 @@ func (o Output) Describe() string {
 	return fmt.Sprintf("exit %d: %s", o.ExitCode, text)
 }
 
+// Excerpt is at most n bytes of what a script printed, marked "..." where cut, for an
+// error message.
+func Excerpt(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "..."
+	}
+	return string(b)
+}
+
 // WithVars prefixes script with shell assignments of vars, each value quoted, exported
 // so the programs the script runs (static scripts among them) see them too. Names must
 // be shell variable names; values are anything.

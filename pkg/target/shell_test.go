@@ -80,3 +80,13 @@ func TestClusterLogin(t *testing.T) {
 		t.Errorf("a pool with a missing key file: %v; want an error naming the cluster", err)
 	}
 }
+
+// An excerpt is cut at n bytes and says so; a short output stays whole.
+func TestExcerpt(t *testing.T) {
+	if got := Excerpt([]byte("abcdef"), 3); got != "abc..." {
+		t.Errorf("cut: %q", got)
+	}
+	if got := Excerpt([]byte("abc"), 3); got != "abc" {
+		t.Errorf("whole: %q", got)
+	}
+}

@@ -154,7 +154,7 @@ func (s *ScriptTarget) FindRun(ctx context.Context, st events.State) (events.Sta
 	v := verdicts[0]
 	switch {
 	case !ok[0]:
-		return events.StartedData{}, false, fmt.Errorf("looking for a run of job %s on %s: no answer in %q", st.JobID, sh.Host(), truncate(out.Stdout, 200))
+		return events.StartedData{}, false, fmt.Errorf("looking for a run of job %s on %s: no answer in %q", st.JobID, sh.Host(), target.Excerpt(out.Stdout, 200))
 	case v.verdict == "busy":
 		return events.StartedData{}, false, errStartInProgress
 	case v.verdict == "stale":
@@ -237,14 +237,7 @@ func nativeID(re *regexp.Regexp, out []byte) (string, error) {
 	if m := re.FindSubmatch(out); len(m) > 1 && len(m[1]) > 0 {
 		return string(m[1]), nil
 	}
-	return "", fmt.Errorf("no native ID in START's output %q (pattern %s)", truncate(out, 200), re)
-}
-
-func truncate(b []byte, n int) string {
-	if len(b) > n {
-		return string(b[:n]) + "..."
-	}
-	return string(b)
+	return "", fmt.Errorf("no native ID in START's output %q (pattern %s)", target.Excerpt(out, 200), re)
 }
 
 // installStatics installs the profile's static scripts that the host may lack, with one

@@ -149,7 +149,7 @@ func (p *ScriptProber) probeGroup(ctx context.Context, group []probeJob, out map
 		return fmt.Errorf("asking %s about %d jobs: %w", host, len(group), err)
 	}
 	if !res.OK() {
-		return fmt.Errorf("asking %s about %d jobs: the probe exited %d: %s", host, len(group), res.ExitCode, truncate(firstOutput(res), 300))
+		return fmt.Errorf("asking %s about %d jobs: the probe exited %d: %s", host, len(group), res.ExitCode, target.Excerpt(firstOutput(res), 300))
 	}
 	states, exits, err := parseProbe(res.Stdout, re)
 	if err != nil {
@@ -193,11 +193,11 @@ func probeScript(group []probeJob) (string, error) {
 func parseProbe(stdout []byte, re *regexp.Regexp) (map[string]string, map[int]int, error) {
 	status, exitPart, found := strings.Cut(string(stdout), "gw:exits ")
 	if !found {
-		return nil, nil, fmt.Errorf("malformed probe output %q", truncate(stdout, 300))
+		return nil, nil, fmt.Errorf("malformed probe output %q", target.Excerpt(stdout, 300))
 	}
 	rc, exitPart, _ := strings.Cut(exitPart, "\n")
 	if rc != "0" {
-		return nil, nil, fmt.Errorf("%s exited %s: %s", events.ScriptStatus, rc, truncate([]byte(status), 300))
+		return nil, nil, fmt.Errorf("%s exited %s: %s", events.ScriptStatus, rc, target.Excerpt([]byte(status), 300))
 	}
 	idGroup, stateGroup := re.SubexpIndex("id"), re.SubexpIndex("state")
 	states := map[string]string{}
@@ -313,13 +313,6 @@ func (p *ScriptProber) wait(ctx context.Context) error {
 	case <-t.C:
 		return nil
 	}
-}
-
-func truncate(b []byte, n int) string {
-	if len(b) > n {
-		return string(b[:n]) + "..."
-	}
-	return string(b)
 }
 
 // firstOutput is what a failed probe said: its error output, else its output.
