@@ -97,8 +97,10 @@ func (s *ScriptTarget) Start(ctx context.Context, st events.State) (events.Start
 		v := r.verdict
 		switch v.verdict {
 		case "busy":
-			if err := sleepCtx(ctx, s.poll()); err != nil {
-				return events.StartedData{}, err
+			select {
+			case <-ctx.Done():
+				return events.StartedData{}, ctx.Err()
+			case <-time.After(s.poll()):
 			}
 			continue
 		case "stale":
@@ -297,15 +299,4 @@ func (s *ScriptTarget) log() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return s.Logger
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
