@@ -247,3 +247,10 @@ func TestPTPProxyServesFromNATS(t *testing.T) {
 		t.Fatal("the session did not end after QUIT")
 	}
 }
+
+func TestPTPListenRefusesOtherAddressesWithoutTokens(t *testing.T) {
+	_, _, err := runCLI(context.Background(), "serve", "--data", t.TempDir(), "--http", freeAddr(t), "--ptp-listen", "0.0.0.0:0")
+	if err == nil || !strings.Contains(err.Error(), "--ptp-listen") {
+		t.Fatalf("serve --ptp-listen 0.0.0.0:0 without tokens: %v", err)
+	}
+}

@@ -79,13 +79,16 @@ type harness struct {
 	addr   string
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t *testing.T) *harness { return newHarnessWith(t, Config{}) }
+
+// newHarnessWith runs the endpoint with cfg and one local fork cluster.
+func newHarnessWith(t *testing.T, cfg Config) *harness {
 	t.Helper()
 	b, store := eventstest.Open(t, "ptp-test")
 	h := &harness{t: t, store: store, ingest: &fakeIngest{store: store}}
 	ctx, cancel := context.WithCancel(context.Background())
-	svc, err := New(ctx, Config{Clusters: []cluster.Cluster{{Name: "local", Kind: "fork", LRMS: "Fork"}}},
-		Deps{JS: b.JS, Submit: h.ingest, Control: fakeControl{store}})
+	cfg.Clusters = []cluster.Cluster{{Name: "local", Kind: "fork", LRMS: "Fork"}}
+	svc, err := New(ctx, cfg, Deps{JS: b.JS, Submit: h.ingest, Control: fakeControl{store}})
 	if err != nil {
 		t.Fatal(err)
 	}

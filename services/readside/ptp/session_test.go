@@ -257,3 +257,38 @@ func TestHoldResumeAndFlowControl(t *testing.T) {
 	must(t, err)
 	must(t, bin.Wait(wait, "the exit after resuming", func(c *ptptest.Client) bool { return c.Jobs[j.ID].Attrs["jobExitCode"] == "3" }))
 }
+
+// TestFallingBehind: a session that does not take the model's changes for longer than the
+// endpoint keeps them is told so in a FATAL MESSAGE and closed, rather than sent a model
+// with a hole in it; others go on.
+func TestFallingBehind(t *testing.T) {
+	h := newHarnessWith(t, Config{MaxChanges: 4})
+	slow, err := ptptest.Dial(h.addr, ptpwire.FormatBinary, "")
+	must(t, err)
+	defer slow.Close()
+	slow.Record = true
+	must(t, slow.Handshake(wait, 10))
+	must(t, slow.Wait(wait, "the model", func(c *ptptest.Client) bool { return len(c.Queues) == 2 }))
+	_, err = slow.Must(wait, ptpwire.CmdSuspendEvents)
+	must(t, err)
+	for i := 0; i < 3; i++ {
+		_, err := h.ingest.Submit(t.Context(), []byte(`["execName=true"]`), "x", "t")
+		must(t, err)
+		h.run(h.lastJob())
+		h.finish(h.lastJob(), 0)
+	}
+	if _, err := slow.Send(ptpwire.CmdResumeEvents); err != nil {
+		t.Fatal(err)
+	}
+	err = slow.Wait(wait, "the session to close", func(c *ptptest.Client) bool { return false })
+	var transcript string
+	slow.Snapshot(func(c *ptptest.Client) { transcript = strings.Join(c.Transcript, "\n") })
+	if err == nil || !strings.Contains(transcript, "fell too far behind") {
+		t.Fatalf("slow session: %v\n%s", err, transcript)
+	}
+	fresh, err := ptptest.Dial(h.addr, ptpwire.FormatBinary, "")
+	must(t, err)
+	defer fresh.Close()
+	must(t, fresh.Handshake(wait, 10))
+	must(t, fresh.Wait(wait, "three completed jobs", func(c *ptptest.Client) bool { return c.Completed == 3 }))
+}
