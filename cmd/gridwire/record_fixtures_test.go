@@ -416,8 +416,9 @@ to and the job-table row the live projector wrote for it. ` + "`make test`" + ` 
   with the recorded state, checks every hash chain, checks that the set covers every
   event and every end, and that deliberately wrong folds (the mutants in
   ` + "`replay_fixture_test.go`" + `) are caught;
-- the package that owns the job-table projection folds every history into its table
-  and compares each row with the recorded one.
+- ` + "`services/readside`" + ` (TestReplayFixturesProjectToTheirRecordedRows), which owns the
+  job-table projection, folds every history into its table and compares each row with
+  the recorded one.
 
 ## Layout (v1)
 
@@ -425,7 +426,9 @@ to and the job-table row the live projector wrote for it. ` + "`make test`" + ` 
 ` + "`{\"seq\":N,\"subject\":\"jobs.<id>.<event>.<route>\",\"event\":{...}}`" + `, where ` + "`event`" + ` is
 the CloudEvent body byte for byte as it was stored (the next event of the job names its
 SHA-256). ` + "`v1/NAME.state.json`" + ` maps each job ID to its folded ` + "`events.State`" + `;
-` + "`v1/NAME.row.json`" + ` maps it to its projection row. A new layout goes into ` + "`v2/`" + ` beside
+` + "`v1/NAME.trail.json`" + ` to the state after each of its events (status, exit code, native
+state and flags, one line an event: a fold that goes wrong and right again is still
+caught); ` + "`v1/NAME.row.json`" + ` to its projection row. A new layout goes into ` + "`v2/`" + ` beside
 this one; the v1 fixtures stay and keep passing.
 
 ## When an event's schema changes
@@ -433,7 +436,9 @@ this one; the v1 fixtures stay and keep passing.
 Stored events are never rewritten. Bump the name's version (` + "`events.Name.Version`" + `),
 register an ` + "`events.Upcaster`" + ` from the old version in ` + "`builtinUpcasters`" + `, record a new
 fixture with the new shape, and keep the old fixtures: they must still fold to their
-recorded states through the upcaster.
+recorded states through the upcaster. (A change inside the canonical ` + "`Job`" + ` that its keys
+make recognisable may instead be read when the job is decoded, as
+` + "`events/requirements_v1.go`" + ` does for the first requirements schema.)
 
 ## Recording
 
