@@ -360,11 +360,15 @@ func TestSSHTargetStartsABatchInOneSession(t *testing.T) {
 // without end, and nothing is reported as started.
 func TestBatchHungStartIsBounded(t *testing.T) {
 	inBothModes(t, func(t *testing.T, tg *ScriptTarget) {
-		gate := filepath.Join(t.TempDir(), "gate")
-		t.Cleanup(func() { os.WriteFile(gate, nil, 0o644) }) // the hung START then ends
+		dir := t.TempDir()
+		gate := filepath.Join(dir, "gate")
+		// The hung START ends on the gate, or when the directory goes: the gate lives for an
+		// instant before the test removes its temporary directories, and a loop that missed
+		// it would spin on after the test, as dozens did.
+		t.Cleanup(func() { os.WriteFile(gate, nil, 0o644) })
 		tg.StaleLock = 200 * time.Millisecond
 		st := batchJobs(t, 1)[0]
-		st.Incarnation.Scripts[events.ScriptStart] = events.Script{Body: "while [ ! -e '" + gate + "' ]; do sleep 0.01; done\necho 1\n"}
+		st.Incarnation.Scripts[events.ScriptStart] = events.Script{Body: "while [ -d '" + dir + "' ] && [ ! -e '" + gate + "' ]; do sleep 0.01; done\necho 1\n"}
 		run, err := tg.Start(context.Background(), st)
 		if err == nil {
 			t.Fatalf("a hung START reported %+v", run)
