@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,7 +72,7 @@ func (j *Job) upcastV1(v1 requirementsV1) {
 		r.LRMSDefault = LRMSBatch
 		r.SetOrigin("lrms_default", Origin{Field: "requirements.fork (not set)"})
 	}
-	for _, k := range sortedKeys(v1.Resources) {
+	for _, k := range slices.Sorted(maps.Keys(v1.Resources)) {
 		upcastResourceV1(r, k, v1.Resources[k])
 	}
 	if j.DDS != nil && len(j.DDS.Requirements) > 0 && len(r.Hosts)+len(r.Targets)+len(r.Attributes)+len(r.Unsupported) == 0 {
@@ -132,13 +133,4 @@ func upcastDDSV1(r *Requirements, reqs []DDSRequirement) {
 				What: fmt.Sprintf("requirement type %q is not supported here", q.Type), From: from})
 		}
 	}
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -88,7 +89,7 @@ func resolveUploads(file string, jobs []events.Job, up Uploads) error {
 			}
 		}
 	}
-	for _, name := range sortedNames(up) {
+	for _, name := range slices.Sorted(maps.Keys(up)) {
 		if !slices.Contains(named, name) {
 			return fmt.Errorf("%w: %s: %s maps %q, which the description does not name as a local input", ErrInvalid, file, HeaderUploads, name)
 		}
@@ -129,12 +130,3 @@ func uploadNames(job *events.Job, up Uploads) error {
 }
 
 func isLocal(name string) bool { return name != "" && !events.HasScheme(name) }
-
-func sortedNames(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
