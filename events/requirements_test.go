@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -96,6 +97,22 @@ func TestOriginLabel(t *testing.T) {
 	} {
 		if got := c.o.Label("queue"); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.o, got, c.want)
+		}
+	}
+}
+
+// TestJobRefusesUnknownFields: the canonical job is gridwire's own shape; a field no
+// schema has is refused wherever a job is decoded, strict decoder or not.
+func TestJobRefusesUnknownFields(t *testing.T) {
+	for _, doc := range []string{`{"id":"x","colour":"blue"}`, `{"requirements":{"hostz":["a"]}}`, `{"requirements":{"attributes":[{"name":"gpus","at_most":1}]}}`} {
+		var j Job
+		if err := json.Unmarshal([]byte(doc), &j); err == nil {
+			t.Errorf("%s: decoded", doc)
+		}
+		dec := json.NewDecoder(strings.NewReader(doc))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&j); err == nil {
+			t.Errorf("%s: decoded by a strict decoder", doc)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -26,7 +27,9 @@ type requirementsV1 struct {
 }
 
 // UnmarshalJSON reads a job of any schema: a first-schema job's requirements are
-// upcast to today's (see requirementsV1).
+// upcast to today's (see requirementsV1). A field no schema has is an error, as the
+// canonical job is gridwire's own shape (and a decoder's DisallowUnknownFields does not
+// reach into an UnmarshalJSON, so the strictness is kept here).
 func (j *Job) UnmarshalJSON(b []byte) error {
 	type plain Job
 	type current Requirements
@@ -38,7 +41,9 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 		} `json:"requirements"`
 	}
 	w.plain = (*plain)(j)
-	if err := json.Unmarshal(b, &w); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
 		return err
 	}
 	if w.Requirements == nil {

@@ -159,6 +159,7 @@ func TestExternalEventsOverHTTP(t *testing.T) {
 		{"unknown type", bytes.Replace(inc, []byte("job.incarnated.v1"), []byte("job.teleported.v1"), 1), 400, "unknown_type"},
 		{"not a CloudEvent", []byte(`{"id":1}`), 400, "invalid_event"},
 		{"payload field unknown", cloudEvent(events.NewID(), job, siteA, events.Queued, t0, map[string]any{"cluser": "x"}), 400, "invalid_data"},
+		{"submitted job field unknown", cloudEvent(events.NewID(), events.NewID(), siteA, events.Submitted, t0, map[string]any{"id": job, "colour": "blue"}), 400, "invalid_data"},
 		{"payload of the wrong shape", cloudEvent(events.NewID(), job, siteA, events.Exited, t0, map[string]any{"exit_code": "zero"}), 400, "invalid_data"},
 		{"fold refuses", cloudEvent(events.NewID(), job, siteA, events.Exited, t0, events.ExitedData{ExitCode: 0}), 409, "illegal_transition"},
 		{"a second submission", cloudEvent(events.NewID(), job, siteA, events.Submitted, t0, events.Job{ID: job}), 409, "illegal_transition"},
