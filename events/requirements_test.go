@@ -116,3 +116,39 @@ func TestJobRefusesUnknownFields(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkJobDecode decodes a submitted v3 job with requirements through Job's own
+// decoding (upcast check and strictness) beside the yardstick of a plain struct decode of
+// the same bytes, which is what decoding a Job was before.
+func BenchmarkJobDecode(b *testing.B) {
+	one := 1.0
+	job := Job{ID: NewID(), Executable: "/bin/cat", Arguments: []string{"in.txt"}, Original: Original{Format: "v3-json", Bytes: make([]byte, 400)},
+		StageIn: []FileCopy{{From: "https://example.org/in.txt", To: "in.txt"}},
+		Requirements: Requirements{LRMS: []LRMSRule{{Is: "PBS", From: Origin{Field: "requirements.lrms", Line: 3, Col: 4}}},
+			Queue: "short", RAMSize: 2048, Software: []SoftwareConstraint{{Name: "gcc", Op: ">=", Version: "9"}},
+			Attributes: []AttributeRequirement{{Name: "gpus", AtLeast: &one}},
+			Origins:    map[string]Origin{"queue": {Field: "requirements.queue", Line: 4, Col: 5}}}}
+	data, err := json.Marshal(job)
+	if err != nil {
+		b.Fatal(err)
+	}
+	type plain Job
+	b.Run("Job", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var j Job
+			if err := json.Unmarshal(data, &j); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("plain-struct-yardstick", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var j plain
+			if err := json.Unmarshal(data, &j); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
