@@ -502,6 +502,10 @@ func isConflict(err error) bool {
 	return false
 }
 
+// Transient reports whether err is a timeout or a server that did not answer (one
+// restarting, say): the call is worth trying again.
+func Transient(err error) bool { return isTimeout(err) }
+
 func isTimeout(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
 		errors.Is(err, jetstream.ErrNoStreamResponse) || isNoResponders(err)

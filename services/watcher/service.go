@@ -90,6 +90,17 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
 	kv, err := watchBucket(ctx, deps.JS)
+	// A server that does not answer while the watcher starts (one restarting) is asked
+	// again, as its consumers do.
+	for wait := 250 * time.Millisecond; err != nil && events.Transient(err); wait = min(wait*2, 5*time.Second) {
+		deps.Logger.Warn("opening the watch bucket; trying again", "in", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+		kv, err = watchBucket(ctx, deps.JS)
+	}
 	if err != nil {
 		return err
 	}
