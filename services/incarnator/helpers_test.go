@@ -110,14 +110,16 @@ func fakeBin(t testing.TB, cmds map[string]string) string {
 	return dir
 }
 
-// waitFile waits for a file the job writes when it ends. The bound only keeps a broken
-// test from hanging; it asserts nothing about speed.
+// waitFile waits for a one-line file the job writes when it ends, until its line is
+// finished: the shell creates the file before it writes it, so an existing file may still
+// be empty (as pkg/target's readers know). The bound only keeps a broken test from
+// hanging; it asserts nothing about speed.
 func waitFile(t testing.TB, path string) string {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		data, err := os.ReadFile(path)
-		if err == nil {
+		if err == nil && len(data) > 0 && data[len(data)-1] == '\n' {
 			return string(data)
 		}
 		if time.Now().After(deadline) {
