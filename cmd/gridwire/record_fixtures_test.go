@@ -51,7 +51,8 @@ type scenario struct {
 // recorder is one scenario's harness and what it needs to capture the stream.
 type recorder struct {
 	*harness
-	t *testing.T
+	t   *testing.T
+	dir string // where the fixture is written
 }
 
 func TestRecordFixtures(t *testing.T) {
@@ -59,17 +60,43 @@ func TestRecordFixtures(t *testing.T) {
 		t.Skip("records fixtures only with -record (see events/testdata/replay/README.md)")
 	}
 	for _, sc := range scenarios {
-		t.Run(sc.name, func(t *testing.T) {
-			r := &recorder{t: t}
-			sc.run(r)
-			if r.harness == nil {
-				t.Fatal("the scenario ran no harness")
-			}
-			r.capture(sc.name)
-		})
+		t.Run(sc.name, func(t *testing.T) { recordScenario(t, sc, fixtureDir) })
 	}
 	if err := writeFixtureIndex(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func recordScenario(t *testing.T, sc scenario, dir string) {
+	r := &recorder{t: t, dir: dir}
+	sc.run(r)
+	if r.harness == nil {
+		t.Fatal("the scenario ran no harness")
+	}
+	r.capture(sc.name)
+}
+
+// The recorder keeps working between recordings: a few scenarios (a plain run, the
+// watcher hook, an adoption, another system's events) are recorded into a temporary
+// directory by every test run, and what they wrote loads and replays to what it says.
+func TestRecorderStillRecords(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"exit-3", "status-unknown-known", "adoption-after-executor-crash", "external-events"} {
+		i := slices.IndexFunc(scenarios, func(sc scenario) bool { return sc.name == name })
+		if i < 0 {
+			t.Fatalf("no scenario %s", name)
+		}
+		t.Run(name, func(t *testing.T) { recordScenario(t, scenarios[i], dir) })
+		f, err := eventstest.LoadFixture(dir, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range f.Jobs() {
+			st, err := events.Replay(f.History(id))
+			if err != nil || st.Status != f.States[id].Status || st.LastHash != f.States[id].LastHash {
+				t.Errorf("%s: job %s replays to %s (%v), recorded %s", name, id, st.Status, err, f.States[id].Status)
+			}
+		}
 	}
 }
 
@@ -127,7 +154,7 @@ func (r *recorder) capture(name string) {
 		}
 		f.Trails[id] = trail
 	}
-	if err := eventstest.WriteFixture(fixtureDir, f); err != nil {
+	if err := eventstest.WriteFixture(r.dir, f); err != nil {
 		r.t.Fatal(err)
 	}
 }
@@ -334,7 +361,7 @@ func (o *outage) Probe(ctx context.Context, jobs []watcher.Watched) (map[string]
 // watchThrough runs the watcher (in a harness opened without one) observing the local
 // cluster through p, until the scenario ends.
 func (r *recorder) watchThrough(p watcher.Prober) {
-	b, err := bus.Open(context.Background(), bus.Config{URL: r.server.ClientURL(), Name: "test-watcher"})
+	b, err := bus.Open(context.Background(), bus.Config{URL: r.natsURL(), Name: "test-watcher"})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -450,5 +477,7 @@ or one fixture: ` + "`go test -run 'TestRecordFixtures/exit-3$' -record -count=1
 Recording changes every ID, time and hash, so re-record only what you mean to change
 and read the diff of the ` + "`.state.json`" + ` files. Each scenario checks that its jobs ended
 the way it describes before anything is written. This README's table is written by the
-recorder from its scenario list.
+recorder from its scenario list. So that the recorder does not rot between recordings,
+` + "`TestRecorderStillRecords`" + ` records a few scenarios into a temporary directory on every
+` + "`make test`" + `.
 `
