@@ -1,6 +1,7 @@
 // Package eventstest gives tests a real event log: an embedded nats-server with
 // JetStream and a file store in the test's temporary directory, the JOBS stream
-// provisioned as in production, and a Store on it. It owns nothing else.
+// provisioned as in production, and a Store on it. It also reads and writes the replay
+// fixtures (recorded job histories with the states they fold to). It owns nothing else.
 package eventstest
 
 import (
