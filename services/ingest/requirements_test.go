@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/gridwire/gridwire/events"
@@ -107,4 +108,38 @@ func TestRequirementsAreCanonical(t *testing.T) {
 			t.Errorf("unsupported %+v", r.Unsupported)
 		}
 	})
+}
+
+// TestJRDLContactAndCountPlace: resourceManagerContact and the processor count become
+// placement requirements (host_names and processors), each naming its element, and a
+// subjob's override its job's. Before, both were recorded and never matched.
+func TestJRDLContactAndCountPlace(t *testing.T) {
+	jobs, err := Parse("doc", []byte(`<jrdl><job><executable><path><stringElement value="x"/></path></executable>
+<resourceManagerContact><string><stringElement value="http://eros01.gridcenter.or.kr:8080"/></string></resourceManagerContact>
+<resource><count><integer value="64"/></count></resource>
+<subjob><resourceManagerContact><string><stringElement value="hpc-login:22"/></string></resourceManagerContact>
+<count><integer value="2"/></count></subjob>
+<subjob/></job></jrdl>`), ParseOptions{Format: FormatJRDL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := jobs[len(jobs)-2].Requirements, jobs[len(jobs)-1].Requirements
+	if len(first.Hosts) != 1 || first.Hosts[0].AnyOf[0].Pattern != "hpc-login" ||
+		first.Hosts[0].From != (events.Origin{Field: "job[0]/subjob[0]/resourceManagerContact", Line: 4, Col: 9}) {
+		t.Errorf("first subjob's hosts %+v", first.Hosts)
+	}
+	if first.Processors != 2 || first.Origin("processors").Field != "job[0]/subjob[0]/count" {
+		t.Errorf("first subjob's processors %d from %+v", first.Processors, first.Origin("processors"))
+	}
+	if len(second.Hosts) != 1 || second.Hosts[0].AnyOf[0].Pattern != "eros01.gridcenter.or.kr" {
+		t.Errorf("second subjob's hosts %+v", second.Hosts)
+	}
+	if second.Processors != 64 || second.Origin("processors") != (events.Origin{Field: "job[0]/resource/count", Line: 3, Col: 11}) {
+		t.Errorf("second subjob's processors %d from %+v", second.Processors, second.Origin("processors"))
+	}
+	_, err = Parse("doc", []byte(`<jrdl><job><executable><path><stringElement value="x"/></path></executable>
+<resourceManagerContact><string><stringElement value="http://"/></string></resourceManagerContact></job></jrdl>`), ParseOptions{Format: FormatJRDL})
+	if err == nil || !strings.Contains(err.Error(), "resourceManagerContact/string") {
+		t.Errorf("a contact with no host: %v", err)
+	}
 }

@@ -45,6 +45,7 @@ func (d *decoder) attribute(el *xmltree.Element, job *events.Job, sc *scope, atJ
 		if inner, ok := d.only(el, path, "string"); ok {
 			v, _ := d.scalar(inner, &scope{defs: at.defs, path: path + "/string", reserved: at.reserved}, "stringElement")
 			coalloc(job).Contact = v
+			d.contactHost(el, inner, v, job, path)
 		}
 	case "jobManagerType":
 		if v, ok := d.enumeration(el, path, "fork", "pbs"); ok {
@@ -55,6 +56,8 @@ func (d *decoder) attribute(el *xmltree.Element, job *events.Job, sc *scope, atJ
 		if n, ok := d.integer(el, path); ok {
 			job.Count = int(n)
 			sc.counts.coalloc, sc.counts.haveCo = n, true
+			job.Requirements.Processors = n
+			job.Requirements.SetOrigin("processors", origin(el, path))
 		}
 	case "resource":
 		d.resource(el, job, at)

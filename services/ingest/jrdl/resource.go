@@ -1,7 +1,9 @@
 package jrdl
 
 import (
+	"net/url"
 	"path"
+	"strings"
 
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/services/ingest/internal/xmltree"
@@ -24,6 +26,8 @@ func (d *decoder) resource(el *xmltree.Element, job *events.Job, sc *scope) {
 				job.Count = int(n)
 				sc.counts.resource, sc.counts.haveRes = n, true
 				sc.counts.line, sc.counts.col = c.Line, c.Col
+				r.Processors = n
+				r.SetOrigin("processors", origin(c, path))
 			}
 		case "operatingSystem":
 			if name, ok := d.only(c, path, "name"); ok {
@@ -139,4 +143,37 @@ func setRule(r *events.Requirements, l events.LRMSRule) {
 		}
 	}
 	r.LRMS = append(r.LRMS, l)
+}
+
+// contactHost makes the resource manager contact a placement requirement: the job runs
+// only on a cluster one of whose hosts is the host the contact names. The spec writes
+// the contact as a URL ("http://eros01.gridcenter.or.kr:8080"); a bare host or host:port
+// is read the same way.
+func (d *decoder) contactHost(outer, el *xmltree.Element, v string, job *events.Job, field string) {
+	if v == "" {
+		d.list.Add(el.Line, el.Col, field+"/string", "must name the resource manager's host")
+		return
+	}
+	raw := v
+	if !strings.Contains(raw, "://") {
+		raw = "//" + raw
+	}
+	u, err := url.Parse(raw)
+	host := ""
+	if err == nil {
+		host = u.Hostname()
+	}
+	if host == "" || strings.ContainsAny(host, "*?") {
+		d.list.Addf(el.Line, el.Col, field+"/string", "%q is not a URL or host naming the resource manager", v)
+		return
+	}
+	n := events.NameRequirement{AnyOf: []events.NamePattern{{Pattern: host}}, From: origin(outer, field)}
+	r := &job.Requirements
+	for i := range r.Hosts {
+		if path.Base(r.Hosts[i].From.Field) == "resourceManagerContact" {
+			r.Hosts[i] = n // a subjob's contact overrides its job's
+			return
+		}
+	}
+	r.Hosts = append(r.Hosts, n)
 }
