@@ -284,7 +284,7 @@ func newE2EPipeline(b *testing.B, cfg cluster.Config) *e2ePipeline {
 	if _, err := events.Provision(ctx, bs.JS, events.StreamOptions{}); err != nil {
 		b.Fatal(err)
 	}
-	sys := &system{bus: bs, cfg: cfg, data: dir, log: slog.New(slog.DiscardHandler), host: "bench"}
+	sys := &system{bus: bs, cfg: cfg, data: dir, log: slog.New(slog.DiscardHandler), host: "bench", allowRootJobs: true}
 	g, gctx := errgroup.WithContext(ctx)
 	if err := sys.start(gctx, g, allServices, nil); err != nil {
 		b.Fatal(err)

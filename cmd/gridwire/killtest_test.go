@@ -28,7 +28,7 @@ type executorProc struct {
 
 func startExecutor(t *testing.T, bin, natsURL, data string, n int) *executorProc {
 	t.Helper()
-	cmd := exec.Command(bin, "executor", "--cluster", "local", "--nats-url", natsURL, "--data", data, "--log-level", "error")
+	cmd := exec.Command(bin, "executor", "--cluster", "local", "--nats-url", natsURL, "--data", data, "--log-level", "error", "--allow-root-jobs")
 	logf, err := os.OpenFile(filepath.Join(data, fmt.Sprintf("executor-%d.log", n)), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		t.Fatal(err)

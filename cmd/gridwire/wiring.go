@@ -47,6 +47,9 @@ type busFlags struct {
 	config     string
 	clusters   []string
 	logLevel   string
+	// allowRootJobs lets fork clusters without run_as run jobs as root when gridwire
+	// itself runs as root: the operator's explicit consent (make run gives it).
+	allowRootJobs bool
 }
 
 func (f *busFlags) register(fs *pflag.FlagSet, e *env) {
@@ -64,6 +67,8 @@ func (f *busFlags) register(fs *pflag.FlagSet, e *env) {
 	fs.StringVar(&f.config, "config", e.getenv("GRIDWIRE_CONFIG"), "YAML config naming the clusters; default: one local fork cluster")
 	fs.StringSliceVar(&f.clusters, "cluster", nil, "clusters this process serves (executor, watcher); default all")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.BoolVar(&f.allowRootJobs, "allow-root-jobs", e.getenv("GRIDWIRE_ALLOW_ROOT_JOBS") == "1",
+		"when gridwire runs as root, let fork clusters without run_as run jobs as root (default: refuse to start them)")
 	if f.data == "" {
 		f.data = e.getenv("GRIDWIRE_DATA")
 	}
@@ -102,6 +107,9 @@ type system struct {
 	listener net.Listener
 	mux      *http.ServeMux
 	metrics  *prometheus.Registry // every service's metrics, served by the read side
+	// allowRootJobs is --allow-root-jobs: fork clusters without run_as may run jobs as
+	// root (allow_root) when this process is root.
+	allowRootJobs bool
 }
 
 func openSystem(ctx context.Context, e *env, f *busFlags, needBus bool) (*system, error) {
@@ -156,7 +164,8 @@ func openSystem(ctx context.Context, e *env, f *busFlags, needBus bool) (*system
 	}
 	host, _ := os.Hostname()
 	sys := &system{bus: b, cfg: cfg, data: data, log: log, auth: auth, host: fmt.Sprintf("%s-%d", host, os.Getpid()), stager: stg,
-		protected: []string{data, cfg.Path, f.creds, f.caFile, f.certFile, f.keyFile}, lock: lock, replicas: n}
+		protected: []string{data, cfg.Path, f.creds, f.caFile, f.certFile, f.keyFile}, lock: lock, replicas: n,
+		allowRootJobs: f.allowRootJobs}
 	if f.natsListen != "" {
 		sys.own = append(sys.own, f.natsListen)
 	}
@@ -307,6 +316,9 @@ func (s *system) start(ctx context.Context, g *errgroup.Group, names []string, o
 			// Cancel, hold and resume are the executor's to carry out, and so its to record.
 			executor.ControlAPI{Store: c.store}.Routes(s.routes())
 			for _, cl := range clusters {
+				if s.allowRootJobs && cl.Kind == cluster.KindFork && cl.RunAs == "" {
+					cl.AllowRoot = true
+				}
 				cfg := executor.Config{Cluster: cl, ID: s.host, Workers: 32}
 				g.Go(func() error {
 					return executor.Run(ctx, cfg, executor.Deps{JS: c.js, Conn: c.nc, Store: c.store, Logger: log, Now: now})

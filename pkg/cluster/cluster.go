@@ -59,6 +59,13 @@ type Cluster struct {
 	Queues     []string `yaml:"queues,omitempty"` // first is the default
 	// WorkRoot is where job working directories are made on the target.
 	WorkRoot string `yaml:"work_root,omitempty"`
+	// RunAs is the unprivileged user a fork cluster's jobs run as; the gateway must run
+	// as root (or as that user) to start them so. A gateway running as root refuses to
+	// start a fork cluster without it, unless AllowRoot says jobs may run as root.
+	RunAs string `yaml:"run_as,omitempty"`
+	// AllowRoot is the operator's explicit consent that a fork cluster of a gateway
+	// running as root runs its jobs as root.
+	AllowRoot bool `yaml:"allow_root,omitempty"`
 	// Fields are operator-fixed profile field values (inserted raw, trusted).
 	Fields map[string]string `yaml:"fields,omitempty"`
 	Info   SystemInfo        `yaml:"info,omitempty"`
@@ -180,6 +187,12 @@ func (c Config) Validate() error {
 			}
 		default:
 			errs = append(errs, fmt.Errorf("%w: %s.kind: %q is not fork or ssh", ErrInvalid, where, cl.Kind))
+		}
+		if cl.Kind != KindFork && (cl.RunAs != "" || cl.AllowRoot) {
+			errs = append(errs, fmt.Errorf("%w: %s.run_as, allow_root: only a fork cluster has them (an ssh cluster's jobs run as its user)", ErrInvalid, where))
+		}
+		if cl.RunAs == "root" || cl.RunAs == "0" {
+			errs = append(errs, fmt.Errorf("%w: %s.run_as: %q is root; name an unprivileged user, or set allow_root", ErrInvalid, where, cl.RunAs))
 		}
 		if strings.TrimSpace(cl.Profile) == "" {
 			errs = append(errs, fmt.Errorf("%w: %s.profile: missing", ErrInvalid, where))

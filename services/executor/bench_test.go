@@ -37,7 +37,7 @@ func BenchmarkExecutorsScale(b *testing.B) {
 func scaleRun(b *testing.B, executors, jobs int) time.Duration {
 	b.StopTimer()
 	e := newEnv(b)
-	cl := cluster.Cluster{Name: "slow", Kind: cluster.KindFork, Profile: "slurm", LRMS: "Slurm"}
+	cl := cluster.Cluster{Name: "slow", Kind: cluster.KindFork, Profile: "slurm", LRMS: "Slurm", AllowRoot: true}
 	root := b.TempDir()
 	ids := make([]string, jobs)
 	for j := range ids {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 
 	"github.com/gridwire/gridwire/events"
@@ -17,10 +18,24 @@ import (
 // (a batch system whose clients are on this host) and every ssh cluster start jobs
 // through the profile's START (ScriptTarget), over one pooled connection per host for
 // ssh. The returned func releases the target's connections.
+//
+// A fork cluster's jobs run as its run_as user; a gateway running as root refuses a
+// fork cluster without one unless allow_root is set (runAsOf).
 func NewTarget(cl cluster.Cluster, hints *nats.Conn, log *slog.Logger) (Target, func(), error) {
 	batch := !strings.EqualFold(cl.LRMS, "fork") && !strings.EqualFold(cl.Profile, "fork")
+	var as *RunAs
+	if cl.Kind == cluster.KindFork {
+		var err error
+		if as, err = runAsOf(cl, os.Geteuid()); err != nil {
+			return nil, nil, err
+		}
+	}
 	if cl.Kind == cluster.KindFork && !batch {
-		return &ForkTarget{Cluster: cl.Name, Hints: hints, Logger: log}, func() {}, nil
+		return &ForkTarget{Cluster: cl.Name, Hints: hints, Logger: log, RunAs: as}, func() {}, nil
+	}
+	if as != nil {
+		return nil, nil, fmt.Errorf("executor: cluster %s: run_as is for the fork LRMS; a batch system on this host (%s) "+
+			"runs jobs as whoever submits them: run the gateway as that user, or set allow_root", cl.Name, cl.LRMS)
 	}
 	t := &ScriptTarget{Cluster: cl.Name, Batch: batch, Logger: log}
 	if cl.Kind == cluster.KindFork {

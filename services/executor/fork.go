@@ -29,6 +29,9 @@ type ForkTarget struct {
 	// StaleLock is how long a start lock without a native ID marker is trusted to belong
 	// to a start still in progress; after it the earlier attempt is taken as dead.
 	StaleLock time.Duration
+	// RunAs, when set, is the unprivileged user jobs run as: the working directory is
+	// handed to it before the job starts. Nil runs jobs as the gateway's user.
+	RunAs *RunAs
 }
 
 // errStartInProgress asks for a redelivery: another attempt owns the job's start.
@@ -66,7 +69,11 @@ func (f *ForkTarget) Start(ctx context.Context, st events.State) (events.Started
 		return events.StartedData{}, err
 	}
 	cmd, err := f.command(wd, st.JobID, script.Body)
+	if err == nil {
+		err = f.RunAs.hand(wd)
+	}
 	if err != nil {
+		_ = os.Remove(filepath.Join(wd, events.StartMarker))
 		return events.StartedData{}, err
 	}
 	if err := cmd.Start(); err != nil {
@@ -92,7 +99,11 @@ func (f *ForkTarget) command(wd, jobID, body string) (*exec.Cmd, error) {
 	cmd := exec.Command("/bin/sh", "-c", arg)
 	cmd.Dir = wd
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + os.Getenv("HOME"),
+	home := os.Getenv("HOME")
+	if f.RunAs != nil {
+		cmd.SysProcAttr.Credential, home = f.RunAs.Credential, f.RunAs.Home
+	}
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home,
 		events.VarJobID + "=" + jobID, events.VarWorkDir + "=" + wd}
 	return cmd, nil
 }

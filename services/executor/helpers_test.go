@@ -122,7 +122,7 @@ func (e *env) waitFor(id, what string, cond func(events.State) bool) events.Stat
 }
 
 func localCluster() cluster.Cluster {
-	return cluster.Cluster{Name: "local", Kind: cluster.KindFork, Profile: "fork", LRMS: "Fork"}
+	return cluster.Cluster{Name: "local", Kind: cluster.KindFork, Profile: "fork", LRMS: "Fork", AllowRoot: true}
 }
 
 type testWriter struct{ t testing.TB }
