@@ -10,8 +10,10 @@
 package sshx
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -58,6 +60,9 @@ type Config struct {
 	// for tests only and must be set explicitly; a Pool with it logs a warning on every
 	// connection. Never set it from operator configuration.
 	InsecureIgnoreHostKey bool
+	// Dial, when set, makes the TCP connections instead of a net.Dialer (a caller that
+	// checks every address it connects to: the stager's network policy).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // ErrConfig marks an invalid Config.

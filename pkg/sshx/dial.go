@@ -44,8 +44,11 @@ func (p *Pool) dial(ctx context.Context, addr string) (*Client, error) {
 
 // connect opens the TCP connection and reads known_hosts for it.
 func (p *Pool) connect(ctx context.Context, addr string) (net.Conn, *hostCheck, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	dial := (&net.Dialer{}).DialContext
+	if p.cfg.Dial != nil {
+		dial = p.cfg.Dial
+	}
+	conn, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sshx: connecting to %s: %w", addr, err)
 	}
@@ -94,8 +97,11 @@ func (p *Pool) handshakeError(ctx context.Context, addr string, check *hostCheck
 
 // presentedKey returns the host key addr presents when offered any algorithm, or nil.
 func (p *Pool) presentedKey(ctx context.Context, addr string) ssh.PublicKey {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	dial := (&net.Dialer{}).DialContext
+	if p.cfg.Dial != nil {
+		dial = p.cfg.Dial
+	}
+	conn, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		return nil
 	}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"path/filepath"
 	"strings"
 	"time"
@@ -252,7 +253,7 @@ func newStager(cfg Config, deps Deps) (*stager, error) {
 		return nil, err
 	}
 	return &stager{cfg: cfg, deps: deps, http: newHTTPEndpoint(policy, cfg.IdleTimeout, roots, deps.Resolver),
-		ssh: newSSHPools(deps.Logger), protected: cfg.protected()}, nil
+		ssh: newSSHPools(deps.Logger, policy.dialer(&net.Dialer{Timeout: 30 * time.Second}, deps.Resolver)), protected: cfg.protected()}, nil
 }
 
 // Close releases the stager's connections.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	"path"
 	"sort"
@@ -19,20 +20,28 @@ import (
 )
 
 // sshPools keeps one sshx.Pool per login, so connections are shared by every transfer.
+// The pools of hosts that jobs name (sftp and scp URLs) dial through the network policy;
+// those of the operator's clusters do not.
 type sshPools struct {
 	logger *slog.Logger
+	dial   func(ctx context.Context, network, addr string) (net.Conn, error) // the policy's
 	mu     sync.Mutex
-	pools  map[target.Login]*sshx.Pool
+	pools  map[poolKey]*sshx.Pool
 }
 
-func newSSHPools(logger *slog.Logger) *sshPools {
-	return &sshPools{logger: logger, pools: map[target.Login]*sshx.Pool{}}
+type poolKey struct {
+	login   target.Login
+	policed bool // a job named the host: its connections go through dial
+}
+
+func newSSHPools(logger *slog.Logger, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *sshPools {
+	return &sshPools{logger: logger, dial: dial, pools: map[poolKey]*sshx.Pool{}}
 }
 
 // sftp returns the shared SFTP client of the connection to host[:port] with the login
-// (not to be closed).
-func (p *sshPools) sftp(ctx context.Context, host string, l target.Login) (*sftp.Client, error) {
-	pool, err := p.pool(l)
+// (not to be closed). policed says a job named the host, so the network policy applies.
+func (p *sshPools) sftp(ctx context.Context, host string, l target.Login, policed bool) (*sftp.Client, error) {
+	pool, err := p.pool(poolKey{l, policed})
 	if err != nil {
 		return nil, err
 	}
@@ -43,17 +52,21 @@ func (p *sshPools) sftp(ctx context.Context, host string, l target.Login) (*sftp
 	return c.SFTP(ctx)
 }
 
-func (p *sshPools) pool(l target.Login) (*sshx.Pool, error) {
+func (p *sshPools) pool(k poolKey) (*sshx.Pool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if pool, ok := p.pools[l]; ok {
+	if pool, ok := p.pools[k]; ok {
 		return pool, nil
 	}
-	pool, err := sshx.NewPool(l.Config(), p.logger)
+	cfg := k.login.Config()
+	if k.policed {
+		cfg.Dial = p.dial
+	}
+	pool, err := sshx.NewPool(cfg, p.logger)
 	if err != nil {
 		return nil, err
 	}
-	p.pools[l] = pool
+	p.pools[k] = pool
 	return pool, nil
 }
 

@@ -1,6 +1,7 @@
 package stager
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -172,5 +173,30 @@ func TestSFTPRefusesAnUnknownHostKey(t *testing.T) {
 	st := e.waitStatus(id, events.StatusFailed)
 	if len(st.Transfers) != 1 || !st.Transfers[0].Permanent || !strings.Contains(st.Reason, srv.HostKeyFingerprint) {
 		t.Errorf("reason %q, transfers %+v", st.Reason, st.Transfers)
+	}
+}
+
+// sftp and scp URLs a job names dial through the network policy as http does: the
+// gateway's own sshd on loopback is refused by default, known_hosts or not; a cluster's
+// hosts, which the operator names, are not policed.
+func TestSFTPURLsObeyTheNetworkPolicy(t *testing.T) {
+	srv := sshtest.NewServer(t)
+	writeFile(t, filepath.Join(srv.Home, "secret"), "from the gateway's sshd")
+	cfg := sftpConfig(srv)
+	cfg.HTTP = HTTPPolicy{}
+	s, err := newStager(cfg.withDefaults(), Deps{Logger: discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, u := range []string{"sftp://" + srv.Addr + filepath.Join(srv.Home, "secret"), "scp://root@" + srv.Addr + "/etc/shadow"} {
+		r, err := resolveRemote(u, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = s.remoteEndpoint(t.Context(), r, scope{})
+		if !errors.Is(err, ErrPolicy) || !isPermanent(err) {
+			t.Errorf("%s: %v, want a permanent policy refusal", u, err)
+		}
 	}
 }

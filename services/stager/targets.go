@@ -32,7 +32,7 @@ func (s *stager) workDir(ctx context.Context, st events.State) (workDir, error) 
 	if slices.Contains(cl.Hosts, st.Host) {
 		host = st.Host
 	}
-	c, err := s.ssh.sftp(ctx, host, target.ClusterLogin(cl))
+	c, err := s.ssh.sftp(ctx, host, target.ClusterLogin(cl), false)
 	if err != nil {
 		return nil, fmt.Errorf("job %s: reaching working directory on %s: %w", st.JobID, host, err)
 	}
@@ -62,7 +62,7 @@ func (s *stager) remoteEndpoint(ctx context.Context, r remote, who scope) (endpo
 		if u.User != nil && u.User.Username() != "" {
 			l.User = u.User.Username()
 		}
-		c, err := s.ssh.sftp(ctx, u.Host, l)
+		c, err := s.ssh.sftp(ctx, u.Host, l, true)
 		if err != nil {
 			return nil, "", err
 		}
