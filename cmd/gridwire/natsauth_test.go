@@ -22,7 +22,8 @@ func startServe(t *testing.T, getenv func(string) string, args ...string) string
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {
-		err := run(ctx, append([]string{"serve", "--http", addr, "--log-level", "error"}, args...),
+		// --allow-root-jobs: the tests run as root on CI.
+		err := run(ctx, append([]string{"serve", "--http", addr, "--log-level", "error", "--allow-root-jobs"}, args...),
 			getenv, &strings.Builder{}, &strings.Builder{})
 		served <- err
 	}()

@@ -117,8 +117,11 @@ func (c Config) UserFields(principal string) map[string]string {
 type Token struct {
 	Token     string   `yaml:"token"`
 	Principal string   `yaml:"principal"`
-	Allow     []string `yaml:"allow"`             // submit, read, cancel, publish
+	Allow     []string `yaml:"allow"`             // submit, read, cancel, publish, admin
 	Sources   []string `yaml:"sources,omitempty"` // CloudEvents sources it may publish for
+	// Groups the principal belongs to: members of a group may cancel, hold, resume and
+	// publish events for each other's jobs (admin: for every job).
+	Groups []string `yaml:"groups,omitempty"`
 }
 
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)

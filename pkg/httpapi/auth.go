@@ -23,9 +23,12 @@ const (
 	PermRead    Permission = "read"    // every GET of the API
 	PermCancel  Permission = "cancel"  // cancel, hold, resume: any other write to a job
 	PermPublish Permission = "publish" // POST /v1/events, for the token's sources
+	// PermAdmin lets cancel and publish act on every principal's jobs, not only the
+	// caller's own and its groups'.
+	PermAdmin Permission = "admin"
 )
 
-var knownPermissions = []Permission{PermSubmit, PermRead, PermCancel, PermPublish}
+var knownPermissions = []Permission{PermSubmit, PermRead, PermCancel, PermPublish, PermAdmin}
 
 // ErrNoTokens is returned when a server would listen beyond loopback with no tokens.
 var ErrNoTokens = errors.New("httpapi: no API tokens configured; only a loopback address may be served")
@@ -36,6 +39,25 @@ type Grant struct {
 	Allow     []Permission
 	Sources   []string // CloudEvents sources it may publish events for
 	AnySource bool     // may publish for every source (no tokens configured)
+	Groups    []string // the principal's groups
+	// peers are the principals sharing a group with this one: their jobs are this
+	// grant's to act on too.
+	peers map[string]bool
+	// AnyJob may act on every job: the admin permission, or no tokens configured.
+	AnyJob bool
+}
+
+// MayActOn reports whether the grant may act on (cancel, hold, resume, publish events
+// for) a job its owner submitted: its own, a group peer's, or any with admin.
+func (g Grant) MayActOn(owner string) bool {
+	return g.AnyJob || g.May(PermAdmin) || owner != "" && (owner == g.Principal || g.peers[owner])
+}
+
+// ErrNotOwner is the refusal of an action on a job that is neither the caller's nor
+// granted to it.
+func ErrNotOwner(g Grant, action, jobID, owner string) *Error {
+	return Errorf(http.StatusForbidden, "not_owner", "principal %s may not %s job %s: it was submitted by %q, "+
+		"who shares no group with %s (tokens[].groups), and the token has no admin permission", g.Principal, action, jobID, owner, g.Principal)
 }
 
 // May reports whether the grant includes p.
@@ -71,7 +93,27 @@ func NewAuth(tokens []cluster.Token) (*Auth, error) {
 		}
 		a.tokens[sum] = g
 	}
+	a.linkGroups()
 	return a, errors.Join(errs...)
+}
+
+// linkGroups gives every grant the principals that share one of its groups.
+func (a *Auth) linkGroups() {
+	members := map[string][]string{} // group -> principals
+	for _, g := range a.tokens {
+		for _, grp := range g.Groups {
+			members[grp] = append(members[grp], g.Principal)
+		}
+	}
+	for k, g := range a.tokens {
+		g.peers = map[string]bool{}
+		for _, grp := range g.Groups {
+			for _, p := range members[grp] {
+				g.peers[p] = true
+			}
+		}
+		a.tokens[k] = g
+	}
 }
 
 func grantOf(where string, t cluster.Token) (Grant, error) {
@@ -81,10 +123,15 @@ func grantOf(where string, t cluster.Token) (Grant, error) {
 	case strings.TrimSpace(t.Principal) == "":
 		return Grant{}, fmt.Errorf("%s.principal: missing", where)
 	}
-	g := Grant{Principal: t.Principal, Sources: t.Sources}
+	g := Grant{Principal: t.Principal, Sources: t.Sources, Groups: t.Groups}
+	for j, grp := range t.Groups {
+		if strings.TrimSpace(grp) == "" {
+			return Grant{}, fmt.Errorf("%s.groups[%d]: empty", where, j)
+		}
+	}
 	for j, p := range t.Allow {
 		if !slices.Contains(knownPermissions, Permission(p)) {
-			return Grant{}, fmt.Errorf("%s.allow[%d]: %q is not one of submit, read, cancel, publish", where, j, p)
+			return Grant{}, fmt.Errorf("%s.allow[%d]: %q is not one of submit, read, cancel, publish, admin", where, j, p)
 		}
 		g.Allow = append(g.Allow, Permission(p))
 	}
@@ -98,7 +145,7 @@ func grantOf(where string, t cluster.Token) (Grant, error) {
 func (a *Auth) Open() bool { return a == nil || len(a.tokens) == 0 }
 
 // openGrant is the grant of every caller of an open Auth.
-var openGrant = Grant{Principal: "anonymous", Allow: knownPermissions, AnySource: true}
+var openGrant = Grant{Principal: "anonymous", Allow: knownPermissions, AnySource: true, AnyJob: true}
 
 // Lookup returns the grant of a token. An open Auth grants everything to anyone.
 func (a *Auth) Lookup(token string) (Grant, bool) {

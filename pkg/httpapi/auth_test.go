@@ -112,3 +112,36 @@ func TestOpenAuthServesLoopbackOnly(t *testing.T) {
 		}
 	}
 }
+
+// A grant acts on its own principal's jobs, its group peers', and every job with admin
+// (or no tokens at all); never on another principal's otherwise.
+func TestMayActOn(t *testing.T) {
+	auth, err := NewAuth([]cluster.Token{
+		{Token: "alice-token-000000", Principal: "alice", Allow: []string{"cancel"}, Groups: []string{"lab"}},
+		{Token: "carol-token-000000", Principal: "carol", Allow: []string{"cancel"}, Groups: []string{"lab", "ops"}},
+		{Token: "bob-token-00000000", Principal: "bob", Allow: []string{"cancel"}},
+		{Token: "admin-token-000000", Principal: "op", Allow: []string{"cancel", "admin"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	grant := func(tok string) Grant { g, _ := auth.Lookup(tok); return g }
+	for _, c := range []struct {
+		tok, owner string
+		ok         bool
+	}{
+		{"alice-token-000000", "alice", true}, {"alice-token-000000", "carol", true}, {"alice-token-000000", "bob", false},
+		{"carol-token-000000", "alice", true}, {"bob-token-00000000", "alice", false}, {"bob-token-00000000", "", false},
+		{"admin-token-000000", "alice", true}, {"admin-token-000000", "", true},
+	} {
+		if got := grant(c.tok).MayActOn(c.owner); got != c.ok {
+			t.Errorf("%s on %q's job: %v, want %v", c.tok, c.owner, got, c.ok)
+		}
+	}
+	if open, _ := NewAuth(nil); !GrantFrom(t.Context()).MayActOn("anyone") || !func() bool { g, _ := open.Lookup(""); return g.MayActOn("x") }() {
+		t.Error("the open grant must act on every job")
+	}
+	if _, err := NewAuth([]cluster.Token{{Token: "0123456789abcdef", Principal: "a", Groups: []string{" "}}}); err == nil {
+		t.Error("an empty group was accepted")
+	}
+}

@@ -74,15 +74,21 @@ func readNote(r *http.Request) (events.Note, error) {
 	return n, nil
 }
 
-// Request appends a request event of the given name for a job. Errors are
-// *httpapi.Error: 404 for an unknown job, 409 for one that has ended or for a resume
-// of a job that is neither held nor being held.
+// Request appends a request event of the given name for a job, on behalf of the caller
+// whose grant ctx carries (httpapi.GrantFrom): it must own the job, share a group with
+// its submitter, or have the admin permission. Errors are *httpapi.Error: 404 for an
+// unknown job, 403 for someone else's, 409 for one that has ended or for a resume of a
+// job that is neither held nor being held.
 func (a ControlAPI) Request(ctx context.Context, jobID string, name events.Name, note events.Note) (events.State, error) {
 	now := time.Now
 	if a.Now != nil {
 		now = a.Now
 	}
 	st, err := a.Store.Decide(ctx, jobID, func(s events.State) ([]events.Event, error) {
+		// Someone else's job is refused before anything about its state is said.
+		if g, owner := httpapi.GrantFrom(ctx), Owner(s); s.Status != events.StatusNone && !g.MayActOn(owner) {
+			return nil, httpapi.ErrNotOwner(g, verb(name), s.JobID, owner)
+		}
 		if err := refusal(s, name); err != nil {
 			return nil, err
 		}
@@ -100,6 +106,14 @@ func (a ControlAPI) Request(ctx context.Context, jobID string, name events.Name,
 		return st, err
 	}
 	return st, nil
+}
+
+// Owner is the principal a job is acted on for: its submitter.
+func Owner(s events.State) string {
+	if s.Job == nil {
+		return ""
+	}
+	return s.Job.Submitter
 }
 
 func refusal(s events.State, name events.Name) error {

@@ -62,8 +62,16 @@ func parseExternal(body []byte, g httpapi.Grant, now time.Time) (events.Event, e
 	}
 	dec := json.NewDecoder(bytes.NewReader(e.Data))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(events.NewPayload(e.Name)); err != nil {
+	payload := events.NewPayload(e.Name)
+	if err := dec.Decode(payload); err != nil {
 		return e, httpapi.Errorf(http.StatusBadRequest, "invalid_data", "data: not a %s payload: %v", e.Name, err)
+	}
+	if job, ok := payload.(*events.Job); ok {
+		// The submitter of a job is the authenticated caller, whatever the data says.
+		job.Submitter = g.Principal
+		if e.Data, err = json.Marshal(job); err != nil {
+			return e, err
+		}
 	}
 	if e.Time.IsZero() {
 		e.Time = now.UTC()
@@ -77,14 +85,18 @@ func parseExternal(body []byte, g httpapi.Grant, now time.Time) (events.Event, e
 	return e, nil
 }
 
-// appendExternal appends an external event to its job's history under the fold's rules.
-// A retry of an event already recorded (same id) appends nothing and answers the same.
-func (s *Service) appendExternal(ctx context.Context, e events.Event) (EventAccepted, error) {
+// appendExternal appends an external event to its job's history under the fold's rules,
+// for a caller that may act on the job (its own, a group peer's, any with admin). A
+// retry of an event already recorded (same id) appends nothing and answers the same.
+func (s *Service) appendExternal(ctx context.Context, e events.Event, g httpapi.Grant) (EventAccepted, error) {
 	var seq uint64
 	st, err := s.deps.Events.Decide(ctx, e.JobID, func(st events.State) ([]events.Event, error) {
 		if st.LastID == e.ID {
 			seq = st.LastSeq
 			return nil, nil
+		}
+		if st.Status != events.StatusNone && st.Job != nil && !g.MayActOn(st.Job.Submitter) {
+			return nil, httpapi.ErrNotOwner(g, "publish "+string(e.Name)+" for", e.JobID, st.Job.Submitter)
 		}
 		return []events.Event{e}, nil
 	})
@@ -92,6 +104,8 @@ func (s *Service) appendExternal(ctx context.Context, e events.Event) (EventAcce
 	switch {
 	case errors.As(err, &te):
 		return EventAccepted{}, httpapi.Errorf(http.StatusConflict, "illegal_transition", "type: %v", err)
+	case errors.As(err, new(*httpapi.Error)):
+		return EventAccepted{}, err
 	case errors.Is(err, events.ErrBadEvent):
 		return EventAccepted{}, httpapi.Errorf(http.StatusBadRequest, "invalid_data", "data: %v", err)
 	case err != nil:
@@ -126,7 +140,7 @@ func (s *Service) external(ctx context.Context, body []byte, g httpapi.Grant) (E
 	if err != nil {
 		return EventAccepted{}, err
 	}
-	return s.appendExternal(ctx, e)
+	return s.appendExternal(ctx, e, g)
 }
 
 // publishNATS answers one external event on events.SubjectExternal with the same JSON as HTTP.

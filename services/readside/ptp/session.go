@@ -393,7 +393,9 @@ func (s *session) control(ctx context.Context, v jobView, name events.Name, reas
 	if !s.grant.May(httpapi.PermCancel) {
 		return errors.New("the session's token may not cancel, hold or resume")
 	}
-	rctx, cancel := context.WithTimeout(ctx, s.svc.cfg.RequestTimeout)
+	// The session's grant goes with the request: the job must be its principal's (or a
+	// group peer's, or the token an admin's).
+	rctx, cancel := context.WithTimeout(httpapi.WithGrant(ctx, s.grant), s.svc.cfg.RequestTimeout)
 	defer cancel()
 	return s.svc.deps.Control.Request(rctx, v.JobID, name, reason, s.principal())
 }
