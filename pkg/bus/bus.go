@@ -195,7 +195,10 @@ func (c Config) inProcessOptions() []nats.Option {
 }
 
 func connectExternal(ctx context.Context, cfg Config) (*Bus, error) {
-	copts := cfg.clientOptions()
+	// A server that stops answering (frozen, cut off) is given up after about six
+	// seconds, not the client default of minutes, and the connection moves to another
+	// node of the cluster.
+	copts := append(cfg.clientOptions(), nats.PingInterval(2*time.Second), nats.MaxPingsOutstanding(3))
 	opts := append([]nats.Option{nats.Name(nameOr(cfg.Name)), nats.MaxReconnects(-1),
 		nats.RetryOnFailedConnect(false)}, copts...)
 	var nc *nats.Conn

@@ -1,0 +1,388 @@
+//go:build e2e
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// natsCluster is three official nats-server processes (the version go.mod pins,
+// installed by scripts/install-nats-server.sh) on loopback ports, configured by
+// scripts/nats-cluster.sh exactly as deploy/nats/ is: TLS for clients and routes from a
+// CA made for the test, sync_interval always, one user per role.
+type natsCluster struct {
+	t     *testing.T
+	dir   string
+	bin   string
+	env   map[string]string
+	mu    sync.Mutex
+	nodes []*natsNode
+}
+
+type natsNode struct {
+	name          string
+	client, route int
+	cmd           *exec.Cmd
+	done          chan struct{}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func startNATSCluster(t *testing.T) *natsCluster {
+	t.Helper()
+	out, err := exec.Command("bash", "../../scripts/install-nats-server.sh").Output()
+	if err != nil {
+		t.Fatalf("installing nats-server: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	c := &natsCluster{t: t, dir: t.TempDir(), bin: lines[len(lines)-1], env: map[string]string{}}
+	var spec []string
+	for i := 1; i <= 3; i++ {
+		n := &natsNode{name: fmt.Sprintf("n%d", i), client: freePort(t), route: freePort(t)}
+		c.nodes = append(c.nodes, n)
+		spec = append(spec, fmt.Sprintf("%s=127.0.0.1:%d:%d", n.name, n.client, n.route))
+	}
+	if out, err := exec.Command("bash", "../../scripts/nats-cluster.sh", c.dir, "--nodes", strings.Join(spec, " "),
+		"--clusters", "local,hpc1").CombinedOutput(); err != nil {
+		t.Fatalf("nats-cluster.sh: %v\n%s", err, out)
+	}
+	fh, err := os.Open(filepath.Join(c.dir, "nats.env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
+			c.env[k] = v
+		}
+	}
+	fh.Close()
+	for _, n := range c.nodes {
+		c.start(n)
+	}
+	t.Cleanup(c.stopAll)
+	c.waitReady()
+	return c
+}
+
+func (c *natsCluster) start(n *natsNode) {
+	c.t.Helper()
+	logf, err := os.OpenFile(filepath.Join(c.dir, n.name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	cmd := exec.Command(c.bin, "-c", filepath.Join(c.dir, n.name+".conf"))
+	cmd.Env = os.Environ()
+	for k, v := range c.env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	n.cmd, n.done = cmd, make(chan struct{})
+	go func(done chan struct{}) {
+		_ = cmd.Wait()
+		logf.Close()
+		close(done)
+	}(n.done)
+}
+
+// kill is kill -9; restart starts the node again on its store.
+func (c *natsCluster) kill(n *natsNode) {
+	_ = n.cmd.Process.Signal(syscall.SIGCONT)
+	_ = n.cmd.Process.Kill()
+	<-n.done
+}
+
+func (c *natsCluster) stopAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.nodes {
+		c.kill(n)
+	}
+}
+
+// url lists every node, as an operator's --nats-url would.
+func (c *natsCluster) url() string {
+	var urls []string
+	for _, n := range c.nodes {
+		urls = append(urls, fmt.Sprintf("tls://127.0.0.1:%d", n.client))
+	}
+	return strings.Join(urls, ",")
+}
+
+func (c *natsCluster) password(user string) string {
+	key := "GRIDWIRE_NATS_PW_" + strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z':
+			return r - 'a' + 'A'
+		case r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+			return r
+		}
+		return '_'
+	}, user)
+	return c.env[key]
+}
+
+// connect logs in as a role's user ("" is anonymous) to the given URL (default: all).
+func (c *natsCluster) connect(user, url string, opts ...nats.Option) (*nats.Conn, error) {
+	if url == "" {
+		url = c.url()
+	}
+	opts = append(opts, nats.RootCAs(filepath.Join(c.dir, "ca.pem")), nats.MaxReconnects(-1))
+	if user != "" {
+		opts = append(opts, nats.UserInfo(user, c.password(user)))
+	}
+	return nats.Connect(url, opts...)
+}
+
+func (c *natsCluster) waitReady() {
+	c.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		nc, err := c.connect("operator", "")
+		if err == nil {
+			js, _ := jetstream.New(nc)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_, err = js.AccountInfo(ctx)
+			cancel()
+			nc.Close()
+			if err == nil {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("the NATS cluster did not become ready: %v", err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// gridwire runs the binary as a role against the cluster, with its password in the
+// environment as an operator would set it.
+func (c *natsCluster) gridwire(bin, user string, args ...string) *exec.Cmd {
+	args = append(args, "--nats-url", c.url(), "--nats-user", user, "--nats-ca", filepath.Join(c.dir, "ca.pem"))
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "GRIDWIRE_NATS_PASSWORD="+c.password(user))
+	return cmd
+}
+
+// gateway is `gridwire serve --nats-url` against the cluster, as the gateway role.
+type gateway struct {
+	cmd  *exec.Cmd
+	http string
+	done chan struct{}
+}
+
+func (c *natsCluster) serve(t *testing.T, bin string) *gateway {
+	t.Helper()
+	addr := freeAddr(t)
+	data := t.TempDir()
+	cmd := c.gridwire(bin, "gateway", "serve", "--data", data, "--http", addr, "--log-level", "warn")
+	logf, err := os.Create(filepath.Join(data, "serve.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	g := &gateway{cmd: cmd, http: "http://" + addr, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); logf.Close(); close(g.done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-g.done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-g.done
+		}
+		if t.Failed() {
+			if b, err := os.ReadFile(filepath.Join(data, "serve.log")); err == nil {
+				t.Logf("serve log:\n%s", tail(b, 4000))
+			}
+		}
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if resp, err := http.Get(g.http + "/healthz"); err == nil {
+			resp.Body.Close()
+			return g
+		}
+		select {
+		case <-g.done:
+			b, _ := os.ReadFile(filepath.Join(data, "serve.log"))
+			t.Fatalf("serve ended:\n%s", tail(b, 4000))
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("serve did not answer on its HTTP API")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
+
+// submit posts one description; the client's request is bounded.
+func (g *gateway) submit(doc string) ([]string, error) {
+	client := &http.Client{Timeout: 15 * time.Second}
+	resp, err := client.Post(g.http+"/v1/jobs", "application/json", strings.NewReader(doc))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var acc struct {
+		Jobs []string `json:"jobs"`
+	}
+	if resp.StatusCode/100 != 2 {
+		var b bytes.Buffer
+		_, _ = b.ReadFrom(resp.Body)
+		return nil, fmt.Errorf("POST /v1/jobs: %s: %s", resp.Status, b.String())
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&acc); err != nil || len(acc.Jobs) == 0 {
+		return nil, fmt.Errorf("POST /v1/jobs: no job IDs (%v)", err)
+	}
+	return acc.Jobs, nil
+}
+
+// status reads a job's state through the gateway's read API.
+func (g *gateway) status(id string) (string, error) {
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get(g.http + "/v1/jobs/" + id)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Status string `json:"status"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return "", err
+	}
+	return st.Status, nil
+}
+
+// waitTerminal polls every job until it has ended; it returns how many did not.
+func (g *gateway) waitTerminal(ids []string, bound time.Duration) (map[string]string, int) {
+	final := map[string]string{}
+	deadline := time.Now().Add(bound)
+	for len(final) < len(ids) && time.Now().Before(deadline) {
+		for _, id := range ids {
+			if _, done := final[id]; done {
+				continue
+			}
+			if s, err := g.status(id); err == nil && (s == "SUCCEEDED" || s == "FAILED" || s == "CANCELLED") {
+				final[id] = s
+			}
+		}
+		if len(final) < len(ids) {
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	return final, len(ids) - len(final)
+}
+
+// invariants runs `gridwire audit invariants` as the operator, expecting exactly ids.
+func (c *natsCluster) invariants(t *testing.T, bin string, ids []string) string {
+	t.Helper()
+	expect := filepath.Join(t.TempDir(), "acknowledged")
+	if err := os.WriteFile(expect, []byte(strings.Join(ids, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := c.gridwire(bin, "operator", "audit", "invariants", "--expect", expect, "--data", t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Errorf("audit invariants: %v\n%s", err, tail(out, 4000))
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1]
+}
+
+// replicasOf reports a stream's configured replicas, as the operator sees them.
+func replicasOf(t *testing.T, js jetstream.JetStream, stream string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatalf("stream %s: %v", stream, err)
+	}
+	return s.CachedInfo().Config.Replicas
+}
+
+func jobDoc(i int) string {
+	return `{"version": 3, "executable": "/bin/sh", "arguments": ["-c", "exit 0"], "description": "cluster job ` + strconv.Itoa(i) + `"}`
+}
+
+// `gridwire serve --nats-url` against the three-node cluster, as the gateway role over
+// TLS, runs the local cluster's jobs to the end; the log and every bucket it made have
+// three replicas; the operator's invariant check passes.
+func TestE2ENATSClusterServe(t *testing.T) {
+	const jobs = 40
+	c := startNATSCluster(t)
+	bin := buildBinary(t)
+	g := c.serve(t, bin)
+	var ids []string
+	for i := range jobs {
+		got, err := g.submit(jobDoc(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, got...)
+	}
+	final, stuck := g.waitTerminal(ids, 3*time.Minute)
+	failed := 0
+	for _, s := range final {
+		if s != "SUCCEEDED" {
+			failed++
+		}
+	}
+	nc, err := c.connect("operator", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	for _, s := range []string{"JOBS", "KV_gridwire-jobs", "KV_gridwire-watch"} {
+		if n := replicasOf(t, js, s); n != 3 {
+			t.Errorf("stream %s has %d replicas on a three-node cluster, want 3", s, n)
+		}
+	}
+	inv := c.invariants(t, bin, ids)
+	t.Logf("cluster serve: jobs %d, succeeded %d, failed %d, stuck %d; invariants: %s", len(ids), len(final)-failed, failed, stuck, inv)
+	if stuck > 0 || failed > 0 {
+		t.Fatalf("%d jobs did not end and %d did not succeed", stuck, failed)
+	}
+}
