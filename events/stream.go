@@ -88,7 +88,26 @@ func asDecided(have, want jetstream.StreamConfig) bool {
 
 func retryable(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
-		errors.Is(err, jetstream.ErrNoHeartbeat) || isNoResponders(err)
+		errors.Is(err, jetstream.ErrNoHeartbeat) || isNoResponders(err) || clusterInFlux(err)
+}
+
+// clusterInFlux reports a JetStream answer that a moment later may be different: no
+// meta leader, too few peers up for the replicas asked, a stream whose leader is being
+// elected.
+func clusterInFlux(err error) bool {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	switch apiErr.ErrorCode {
+	case 10005, // no suitable peers for placement
+		10008, // JetStream system temporarily unavailable
+		10009, // cluster can not handle request (not leader)
+		10023, // insufficient resources (a peer down)
+		10118: // stream is offline
+		return true
+	}
+	return false
 }
 
 // Replicas is how many replicas the JOBS stream has. Every bucket that holds a view of
@@ -100,4 +119,32 @@ func Replicas(ctx context.Context, js jetstream.JetStream) (int, error) {
 		return 0, fmt.Errorf("reading the replicas of stream %s: %w", Stream, err)
 	}
 	return max(s.CachedInfo().Config.Replicas, 1), nil
+}
+
+// Ensure runs make (the creation or opening of a stream or bucket) until it succeeds, an
+// error that no retry can mend is returned, ctx ends or about a minute has passed. On a
+// cluster a node may be down or a leader being elected at the moment a service starts:
+// that is a wait, not a reason for the service to exit.
+func Ensure[T any](ctx context.Context, make func(context.Context) (T, error)) (T, error) {
+	var zero T
+	var lastErr error
+	wait := 250 * time.Millisecond
+	for deadline := time.Now().Add(time.Minute); ; {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		v, err := make(actx)
+		cancel()
+		if err == nil {
+			return v, nil
+		}
+		lastErr = err
+		if ctx.Err() != nil || !retryable(err) || time.Now().After(deadline) {
+			return zero, lastErr
+		}
+		select {
+		case <-ctx.Done():
+			return zero, lastErr
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 2*time.Second)
+	}
 }

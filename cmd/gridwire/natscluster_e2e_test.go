@@ -386,3 +386,162 @@ func TestE2ENATSClusterServe(t *testing.T) {
 		t.Fatalf("%d jobs did not end and %d did not succeed", stuck, failed)
 	}
 }
+
+// long says whether the long versions of the fault tests run (GRIDWIRE_E2E_LONG=1).
+func long() bool { return os.Getenv("GRIDWIRE_E2E_LONG") == "1" }
+
+// R4: jobs flow through `serve --nats-url` while, repeatedly, a random node is killed
+// with SIGKILL and restarted, or frozen with SIGSTOP and thawed. Submissions are retried
+// by the client until acknowledged. Afterwards every job has ended, the invariants hold
+// and every replica of JOBS reports the same last sequence. Short: 300 jobs over about
+// 45s of faults (5s freezes); long (GRIDWIRE_E2E_LONG=1): 2,000 jobs over 5 minutes
+// (20s freezes).
+func TestE2ENATSClusterFaults(t *testing.T) {
+	jobs, faultFor, freeze := 300, 45*time.Second, 5*time.Second
+	if long() {
+		jobs, faultFor, freeze = 2000, 5*time.Minute, 20*time.Second
+	}
+	c := startNATSCluster(t)
+	bin := buildBinary(t)
+	g := c.serve(t, bin)
+
+	var mu sync.Mutex
+	var ids []string
+	var lastAck time.Time
+	var retries int
+	submitted := make(chan struct{})
+	go func() {
+		defer close(submitted)
+		pace := faultFor / time.Duration(jobs)
+		for i := range jobs {
+			for attempt := 0; ; attempt++ {
+				got, err := g.submit(jobDoc(i))
+				if err == nil {
+					mu.Lock()
+					ids, lastAck = append(ids, got...), time.Now()
+					retries += attempt
+					mu.Unlock()
+					break
+				}
+				if attempt > 600 {
+					t.Errorf("job %d: no acknowledgement after %d tries: %v", i, attempt, err)
+					return
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			time.Sleep(pace)
+		}
+	}()
+
+	// Faults begin once the pipeline is under way.
+	for wait := time.Now().Add(time.Minute); time.Now().Before(wait); time.Sleep(100 * time.Millisecond) {
+		mu.Lock()
+		n := len(ids)
+		mu.Unlock()
+		if n > 0 {
+			break
+		}
+	}
+	faults, kills, freezes := 0, 0, 0
+	var worstResume time.Duration
+	end := time.Now().Add(faultFor)
+	for i := 0; time.Now().Before(end); i++ {
+		n := c.nodes[i%3]
+		at := time.Now()
+		if i%2 == 0 {
+			c.kill(n)
+			time.Sleep(2 * time.Second)
+			c.start(n)
+			kills++
+		} else {
+			_ = n.cmd.Process.Signal(syscall.SIGSTOP)
+			time.Sleep(freeze)
+			_ = n.cmd.Process.Signal(syscall.SIGCONT)
+			freezes++
+		}
+		faults++
+		// How long after the fault began did an acknowledged submission come back?
+		for wait := time.Now().Add(30 * time.Second); time.Now().Before(wait); time.Sleep(100 * time.Millisecond) {
+			mu.Lock()
+			ok := lastAck.After(at)
+			resumed := lastAck.Sub(at)
+			mu.Unlock()
+			if ok {
+				worstResume = max(worstResume, resumed)
+				break
+			}
+		}
+		time.Sleep(3 * time.Second)
+	}
+	<-submitted
+	mu.Lock()
+	acked := append([]string(nil), ids...)
+	mu.Unlock()
+	final, stuck := g.waitTerminal(acked, 5*time.Minute)
+	failed := 0
+	for _, s := range final {
+		if s != "SUCCEEDED" {
+			failed++
+		}
+	}
+	seqs := c.replicaLastSeqs(t)
+	inv := c.invariants(t, bin, acked)
+	t.Logf("R4: faults %d (kills %d, freezes %d of %s), jobs %d, client retries %d, failed %d, stuck %d, "+
+		"slowest resumption of submissions after a fault %s; replica last sequences %v; invariants: %s",
+		faults, kills, freezes, freeze, len(acked), retries, failed, stuck, worstResume.Round(100*time.Millisecond), seqs, inv)
+	if len(acked) != jobs {
+		t.Errorf("%d of %d submissions acknowledged", len(acked), jobs)
+	}
+	if stuck > 0 || failed > 0 {
+		t.Errorf("%d jobs stuck, %d not succeeded", stuck, failed)
+	}
+	for _, s := range seqs[1:] {
+		if s != seqs[0] {
+			t.Errorf("replicas disagree on JOBS's last sequence: %v", seqs)
+			break
+		}
+	}
+}
+
+// replicaLastSeqs asks each node alone for the last sequence of its replica of JOBS,
+// once the leader reports every replica current (bounded wait).
+func (c *natsCluster) replicaLastSeqs(t *testing.T) []uint64 {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var seqs []uint64
+		for _, n := range c.nodes {
+			seqs = append(seqs, c.nodeLastSeq(n))
+		}
+		same := true
+		for _, s := range seqs[1:] {
+			same = same && s == seqs[0]
+		}
+		if same || time.Now().After(deadline) {
+			return seqs
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// nodeLastSeq reads the last message of JOBS from one node's own replica: a direct get
+// sent through that node is answered by its local replica first.
+func (c *natsCluster) nodeLastSeq(n *natsNode) uint64 {
+	nc, err := c.connect("operator", fmt.Sprintf("tls://127.0.0.1:%d", n.client), nats.MaxReconnects(0))
+	if err != nil {
+		return 0
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, "JOBS")
+	if err != nil {
+		return 0
+	}
+	m, err := s.GetLastMsgForSubject(ctx, "jobs.>")
+	if err != nil {
+		return 0
+	}
+	return m.Sequence
+}

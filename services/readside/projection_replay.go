@@ -251,13 +251,15 @@ func eventOf(m jetstream.Msg) (events.Event, error) {
 
 // projectionBucket opens (creating when needed) a projection bucket.
 func projectionBucket(ctx context.Context, js jetstream.JetStream, name string) (jetstream.KeyValue, error) {
-	replicas, err := events.Replicas(ctx, js)
-	if err != nil {
-		return nil, fmt.Errorf("projection bucket %s: %w", name, err)
-	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: name, Description: "gridwire job table projection, stamped with stream sequences",
-		Storage: jetstream.FileStorage, Replicas: replicas,
+	kv, err := events.Ensure(ctx, func(ctx context.Context) (jetstream.KeyValue, error) {
+		replicas, err := events.Replicas(ctx, js)
+		if err != nil {
+			return nil, err
+		}
+		return js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: name, Description: "gridwire job table projection, stamped with stream sequences",
+			Storage: jetstream.FileStorage, Replicas: replicas,
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("projection bucket %s: %w", name, err)

@@ -29,15 +29,17 @@ func EnsureUploadBucket(ctx context.Context, js jetstream.JetStream) (jetstream.
 	if !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, fmt.Errorf("opening bucket %s: %w", UploadBucket, err)
 	}
-	replicas, err := events.Replicas(ctx, js)
-	if err != nil {
-		return nil, fmt.Errorf("creating bucket %s: %w", UploadBucket, err)
-	}
-	obs, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-		Bucket:      UploadBucket,
-		Description: "files submitters upload with their jobs",
-		Storage:     jetstream.FileStorage,
-		Replicas:    replicas,
+	obs, err = events.Ensure(ctx, func(ctx context.Context) (jetstream.ObjectStore, error) {
+		replicas, err := events.Replicas(ctx, js)
+		if err != nil {
+			return nil, err
+		}
+		return js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+			Bucket:      UploadBucket,
+			Description: "files submitters upload with their jobs",
+			Storage:     jetstream.FileStorage,
+			Replicas:    replicas,
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating bucket %s: %w", UploadBucket, err)

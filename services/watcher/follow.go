@@ -45,14 +45,18 @@ type Prober interface {
 	Probe(ctx context.Context, jobs []Watched) (map[string]Observation, error)
 }
 
+// watchBucket opens the watch list, creating it with the log's replicas; a cluster in
+// the middle of a fault is waited for (events.Ensure).
 func watchBucket(ctx context.Context, js jetstream.JetStream) (jetstream.KeyValue, error) {
-	replicas, err := events.Replicas(ctx, js)
-	if err != nil {
-		return nil, fmt.Errorf("watcher: watch bucket: %w", err)
-	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: WatchBucket, Description: "jobs followed by watchers, by cluster", Storage: jetstream.FileStorage,
-		Replicas: replicas,
+	kv, err := events.Ensure(ctx, func(ctx context.Context) (jetstream.KeyValue, error) {
+		replicas, err := events.Replicas(ctx, js)
+		if err != nil {
+			return nil, err
+		}
+		return js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: WatchBucket, Description: "jobs followed by watchers, by cluster", Storage: jetstream.FileStorage,
+			Replicas: replicas,
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("watcher: watch bucket: %w", err)
