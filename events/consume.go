@@ -153,6 +153,12 @@ func ensureConsumer(ctx context.Context, js jetstream.JetStream, spec ConsumerSp
 		MaxDeliver:     spec.MaxDeliver,
 		MaxAckPending:  spec.Batch * spec.Workers * 4,
 	}
+	if len(spec.Filters) == 1 {
+		// One filter goes into the request's subject
+		// ($JS.API.CONSUMER.CREATE.JOBS.<durable>.<filter>), where a NATS permission can
+		// pin it: an executor's user may create its durable only on its cluster's work.
+		cfg.FilterSubject, cfg.FilterSubjects = spec.Filters[0], nil
+	}
 	var lastErr error
 	for attempt := 0; attempt < 20; attempt++ {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)

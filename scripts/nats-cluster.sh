@@ -84,14 +84,32 @@ durable() { # durable NAME [FILTER]: one durable pull consumer of JOBS, its filt
   printf '%s\n' "\$JS.API.CONSUMER.INFO.JOBS.$n" "\$JS.API.CONSUMER.MSG.NEXT.JOBS.$n" "\$JS.ACK.JOBS.$n.>"
 }
 events_of() { local route="$1"; shift; for e in "$@"; do printf 'jobs.*.%s.%s\n' "$e" "$route"; done; }
-perms() { # perms USER PUBLISH-LINES [SUBSCRIBE-SUBJECTS]: one user, its password from the environment
-  local user="$1" pub="$2" subs="${3:-}"
-  local -a p s
+perms() { # perms USER PUBLISH-LINES [SUBSCRIBE-SUBJECTS] [DENY-LINES]: one user, its password from the environment
+  local user="$1" pub="$2" subs="${3:-}" deny="${4:-}"
+  local -a p s d
   mapfile -t p < <(printf '%s\n' "$pub" | sed '/^$/d')
   mapfile -t s < <(printf '%s\n' '_INBOX.>' $subs | sed '/^$/d')
+  mapfile -t d < <(printf '%s\n' "$deny" | sed '/^$/d')
   printf '      { user: %s, password: $%s, permissions: {\n' "$user" "$(envname "$user")"
-  printf '          publish: { allow: [%s] }\n' "$(list "${p[@]}")"
+  if [ "${#d[@]}" -gt 0 ]; then
+    printf '          publish: { allow: [%s],\n            deny: [%s] }\n' "$(list "${p[@]}")" "$(list "${d[@]}")"
+  else
+    printf '          publish: { allow: [%s] }\n' "$(list "${p[@]}")"
+  fi
   printf '          subscribe: { allow: [%s] } } }\n' "$(list "${s[@]}")"
+}
+# Readers create ordered consumers under names of their own; they must not create, change,
+# pull from or delete the durable consumers the services share (taking another role's work).
+durables_except() { # durables_except [OWN...]: deny lines for every service durable but OWN
+  local -a all=(incarnator stager-in stager-out watcher-end)
+  for c in "${cluster_list[@]}"; do all+=("watcher-$c" "executor-$c" "executor-control-$c"); done
+  for d in "${all[@]}"; do
+    local own=0
+    for o in "$@"; do [ "$o" = "$d" ] && own=1; done
+    [ $own = 1 ] && continue
+    printf '%s\n' "\$JS.API.CONSUMER.CREATE.JOBS.$d" "\$JS.API.CONSUMER.CREATE.JOBS.$d.>" "\$JS.API.CONSUMER.DELETE.JOBS.$d" \
+      "\$JS.API.CONSUMER.MSG.NEXT.JOBS.$d"
+  done
 }
 lines() { printf '%s\n' "$@"; }
 
@@ -116,8 +134,9 @@ lines() { printf '%s\n' "$@"; }
     events_of '*' status_changed status_unknown status_known exited succeeded failed cancelled
     for c in "${cluster_list[@]}"; do durable "watcher-$c" "jobs.*.started.$c"; done
     durable watcher-end 'jobs.*.staged_out.*'
-    kv gridwire-jobs write; kv gridwire-watch write)" 'gridwire.hint.> gridwire.api.events'
-  perms reader "$(lines "${read_api[@]}" "${ordered[@]}"; kv gridwire-jobs; kv gridwire-watch)"
+    kv gridwire-jobs write; kv gridwire-watch write)" 'gridwire.hint.> gridwire.api.events' \
+    "$(durables_except watcher-end $(for c in "${cluster_list[@]}"; do echo "watcher-$c"; done))"
+  perms reader "$(lines "${read_api[@]}" "${ordered[@]}"; kv gridwire-jobs; kv gridwire-watch)" "" "$(durables_except)"
   for c in "${cluster_list[@]}"; do
     perms "executor-$c" "$(lines "${read_api[@]}"; events_of "$c" started held resumed action_failed cancelled
       events_of '_' cancelled failed; echo "gridwire.hint.exit.$c"

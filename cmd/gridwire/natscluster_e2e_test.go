@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gridwire/gridwire/events"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -354,6 +355,17 @@ func TestE2ENATSClusterServe(t *testing.T) {
 	c := startNATSCluster(t)
 	bin := buildBinary(t)
 	g := c.serve(t, bin)
+	// Beside the gateway's own executor, one that runs as the local cluster's executor
+	// role: it shares the work, so its permissions must let it do all of its part.
+	x := c.gridwire(bin, "executor-local", "executor", "--cluster", "local", "--data", t.TempDir(), "--log-level", "warn")
+	var xlog bytes.Buffer
+	x.Stdout, x.Stderr = &xlog, &xlog
+	if err := x.Start(); err != nil {
+		t.Fatal(err)
+	}
+	xdone := make(chan error, 1)
+	go func() { xdone <- x.Wait() }()
+	t.Cleanup(func() { _ = x.Process.Kill(); <-xdone })
 	var ids []string
 	for i := range jobs {
 		got, err := g.submit(jobDoc(i))
@@ -380,8 +392,18 @@ func TestE2ENATSClusterServe(t *testing.T) {
 			t.Errorf("stream %s has %d replicas on a three-node cluster, want 3", s, n)
 		}
 	}
+	select {
+	case err := <-xdone:
+		t.Errorf("the executor role's process ended: %v\n%s", err, xlog.String())
+	default:
+	}
+	byRole := c.startedBy(t, ids, fmt.Sprintf("-%d", x.Process.Pid))
+	if byRole == 0 {
+		t.Errorf("the executor-local process started none of %d jobs\n%s", len(ids), xlog.String())
+	}
 	inv := c.invariants(t, bin, ids)
-	t.Logf("cluster serve: jobs %d, succeeded %d, failed %d, stuck %d; invariants: %s", len(ids), len(final)-failed, failed, stuck, inv)
+	t.Logf("cluster serve: jobs %d, succeeded %d, failed %d, stuck %d, started by the executor-local role's process %d; invariants: %s",
+		len(ids), len(final)-failed, failed, stuck, byRole, inv)
 	if stuck > 0 || failed > 0 {
 		t.Fatalf("%d jobs did not end and %d did not succeed", stuck, failed)
 	}
@@ -544,4 +566,165 @@ func (c *natsCluster) nodeLastSeq(n *natsNode) uint64 {
 		return 0
 	}
 	return m.Sequence
+}
+
+// cell is one thing a role tries: a core publish or request to a subject.
+type cell struct {
+	name    string
+	subject string
+	body    string
+}
+
+// try reports whether the server let the user do it: a reply of any kind (an ack, an
+// API answer, even an API error such as JOBS's own refusal to purge) means the
+// permission held; a permissions violation means it did not.
+func try(nc *nats.Conn, violations <-chan string, c cell) (bool, error) {
+	inbox := nats.NewInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		return false, err
+	}
+	defer sub.Unsubscribe()
+	if err := nc.PublishRequest(c.subject, inbox, []byte(c.body)); err != nil {
+		return false, err
+	}
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case v := <-violations:
+			if strings.Contains(v, c.subject) {
+				return false, nil
+			}
+		case <-deadline:
+			return false, fmt.Errorf("%s: neither an answer nor a refusal", c.subject)
+		default:
+		}
+		if _, err := sub.NextMsg(20 * time.Millisecond); err == nil {
+			return true, nil
+		}
+	}
+}
+
+// S6/S7: every role tries every subject class and stream operation; exactly the cells
+// the roles allow succeed. Anonymous clients are not let in at all.
+func TestE2ENATSClusterPermissions(t *testing.T) {
+	c := startNATSCluster(t)
+	op, err := c.connect("operator", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	js, _ := jetstream.New(op)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "JOBS", Subjects: []string{"jobs.>"},
+		Replicas: 3, DenyDelete: true, DenyPurge: true, AllowDirect: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.connect("", ""); err == nil {
+		t.Error("an anonymous client connected to the cluster")
+	}
+
+	job := "01M00000000000000000000000"
+	ev := func(name, route string) cell {
+		return cell{name: name + "." + route, subject: "jobs." + job + "." + name + "." + route, body: "{}"}
+	}
+	consumer := func(durable, filter string) cell {
+		body := fmt.Sprintf(`{"stream_name":"JOBS","config":{"durable_name":%q,"filter_subject":%q,"ack_policy":"explicit"}}`, durable, filter)
+		return cell{name: "consume " + durable + " " + filter,
+			subject: "$JS.API.CONSUMER.CREATE.JOBS." + durable + "." + filter, body: body}
+	}
+	cells := []cell{
+		ev("submitted", "_"), ev("incarnated", "_"), ev("queued", "local"), ev("started", "local"),
+		ev("started", "hpc1"), ev("exited", "local"), ev("succeeded", "_"), ev("cancel_requested", "_"),
+		{name: "read (direct get)", subject: "$JS.API.DIRECT.GET.JOBS", body: `{"last_by_subj":"jobs.>"}`},
+		consumer("executor-local", "jobs.*.queued.local"), consumer("executor-local", "jobs.*.queued.hpc1"),
+		consumer("executor-hpc1", "jobs.*.queued.hpc1"),
+		{name: "pull executor-local", subject: "$JS.API.CONSUMER.MSG.NEXT.JOBS.executor-local", body: `{"batch":1,"no_wait":true}`},
+		{name: "purge JOBS", subject: "$JS.API.STREAM.PURGE.JOBS"},
+		{name: "delete a message", subject: "$JS.API.STREAM.MSG.DELETE.JOBS", body: `{"seq":1}`},
+		{name: "delete JOBS", subject: "$JS.API.STREAM.DELETE.JOBS"},
+	}
+	// allowed[role] lists the cells the role may do; every other cell must be refused.
+	allowed := map[string][]string{
+		"gateway": {"submitted._", "incarnated._", "queued.local", "started.local", "started.hpc1", "exited.local",
+			"succeeded._", "cancel_requested._", "read (direct get)", "consume executor-local jobs.*.queued.local",
+			"consume executor-local jobs.*.queued.hpc1", "consume executor-hpc1 jobs.*.queued.hpc1", "pull executor-local"},
+		"ingest":         {"submitted._", "cancel_requested._", "read (direct get)"},
+		"incarnator":     {"incarnated._", "read (direct get)"},
+		"stager":         {"queued.local", "read (direct get)"},
+		"watcher":        {"exited.local", "succeeded._", "read (direct get)"},
+		"executor-local": {"started.local", "read (direct get)", "consume executor-local jobs.*.queued.local", "pull executor-local"},
+		"executor-hpc1":  {"started.hpc1", "read (direct get)", "consume executor-hpc1 jobs.*.queued.hpc1"},
+		"reader":         {"read (direct get)"},
+	}
+	// The operator may do everything; its delete of JOBS comes last.
+	var opCells []string
+	for _, cl := range cells {
+		opCells = append(opCells, cl.name)
+	}
+	allowed["operator"] = opCells
+	roles := []string{"gateway", "ingest", "incarnator", "stager", "watcher", "executor-local", "executor-hpc1", "reader", "operator"}
+
+	matrix, bad := 0, 0
+	for _, role := range roles {
+		violations := make(chan string, 64)
+		nc, err := c.connect(role, "", nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			violations <- err.Error()
+		}))
+		if err != nil {
+			t.Fatalf("%s: %v", role, err)
+		}
+		may := map[string]bool{}
+		for _, name := range allowed[role] {
+			may[name] = true
+		}
+		var row []string
+		for _, cl := range cells {
+			ok, err := try(nc, violations, cl)
+			if err != nil {
+				t.Errorf("%s: %v", role, err)
+				continue
+			}
+			matrix++
+			mark := "-"
+			if ok {
+				mark = "+"
+			}
+			row = append(row, mark+cl.name)
+			if ok != may[cl.name] {
+				bad++
+				t.Errorf("role %s, %s: allowed=%v, want %v", role, cl.name, ok, may[cl.name])
+			}
+		}
+		nc.Close()
+		t.Logf("%-15s %s", role, strings.Join(row, " "))
+	}
+	t.Logf("S6: roles %d, cells %d, cells not as the roles say %d", len(roles), matrix, bad)
+}
+
+// startedBy counts the jobs whose started event names an executor ID ending in suffix.
+func (c *natsCluster) startedBy(t *testing.T, ids []string, suffix string) int {
+	t.Helper()
+	nc, err := c.connect("reader", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	st := events.NewStore(nc, js, "test/reader")
+	n := 0
+	for _, id := range ids {
+		h, err := st.Load(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range h.Events {
+			var d events.StartedData
+			if e.Name == events.Started && e.Payload(&d) == nil && strings.HasSuffix(d.Executor, suffix) {
+				n++
+			}
+		}
+	}
+	return n
 }
