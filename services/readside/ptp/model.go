@@ -134,9 +134,7 @@ func (m *Model) follow(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("ptp model consumer: %w", err)
 	}
-	info := cons.CachedInfo()
-	pending := info.NumPending
-	if pending == 0 {
+	if info := cons.CachedInfo(); info == nil || info.NumPending == 0 {
 		m.markReady()
 	}
 	it, err := cons.Messages(jetstream.PullMaxMessages(1024))
@@ -175,42 +173,58 @@ func (m *Model) markReady() {
 // Ready is closed once the model has caught up with the log as it was at start.
 func (m *Model) Ready() <-chan struct{} { return m.ready }
 
+// fold folds one event. An error (the ID bucket unreachable) leaves the event unfolded,
+// so following resumes with it.
 func (m *Model) fold(ctx context.Context, msg jetstream.Msg, seq uint64) error {
-	m.folded = seq
 	e, err := events.DecodeStored(msg.Data(), msg.Subject(), seq)
 	if err != nil {
 		m.log.Warn("ptp model: undecodable event left out", "seq", seq, "err", err)
+		m.folded = seq
 		return nil
 	}
 	m.mu.Lock()
-	st, err := events.Apply(m.states[e.JobID], e)
-	if err != nil {
-		m.mu.Unlock()
-		return nil // the fold refuses what the store would never have accepted
-	}
-	m.states[e.JobID] = st
-	old := m.views[e.JobID]
+	prev, old := m.states[e.JobID], m.views[e.JobID]
 	m.mu.Unlock()
-	v, ok := viewOf(st)
-	if !ok {
+	st, err := events.Apply(prev, e)
+	if err != nil {
+		m.folded = seq // the fold refuses what the store would never have accepted
 		return nil
 	}
-	if old != nil {
-		v.Offset, v.Procs = old.Offset, old.Procs
-		if old.same(&v) {
-			return nil
+	if st.Job != nil && len(st.Job.Original.Bytes) > 0 { // the model never shows the document
+		j := *st.Job
+		j.Original.Bytes = nil
+		st.Job = &j
+	}
+	if v, ok := viewOf(st); ok {
+		if err := m.update(ctx, v, old); err != nil {
+			return err
 		}
-		if v.Queue != old.Queue || v.Cluster != old.Cluster { // PTP cannot move a job
-			v.Queue, v.Cluster = old.Queue, old.Cluster
-		}
-	} else {
-		off, err := m.ids.job(ctx, st.JobID, v.Procs)
+	}
+	m.mu.Lock()
+	m.states[e.JobID] = st
+	m.mu.Unlock()
+	m.folded = seq
+	return nil
+}
+
+// update publishes a job's new view when PTP would see a difference.
+func (m *Model) update(ctx context.Context, v jobView, old *jobView) error {
+	if old == nil {
+		off, err := m.ids.job(ctx, v.JobID, v.Procs)
 		if err != nil {
 			return err
 		}
 		v.Offset = off
+		m.publish(v, true)
+		return nil
 	}
-	m.publish(v, old == nil)
+	v.Offset, v.Procs = old.Offset, old.Procs
+	if v.Queue != old.Queue || v.Cluster != old.Cluster { // PTP cannot move a job
+		v.Queue, v.Cluster = old.Queue, old.Cluster
+	}
+	if !old.same(&v) {
+		m.publish(v, false)
+	}
 	return nil
 }
 
