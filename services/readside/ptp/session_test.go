@@ -286,6 +286,15 @@ func TestFallingBehind(t *testing.T) {
 	if err == nil || !strings.Contains(transcript, "fell too far behind") {
 		t.Fatalf("slow session: %v\n%s", err, transcript)
 	}
+	for deadline := time.Now().Add(wait); ; time.Sleep(10 * time.Millisecond) { // the model has it all
+		views, _ := h.svc.model.snapshot()
+		if ended := len(views) == 3 && views[0].Ended && views[1].Ended && views[2].Ended; ended {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the model did not fold the three jobs")
+		}
+	}
 	fresh, err := ptptest.Dial(h.addr, ptpwire.FormatBinary, "")
 	must(t, err)
 	defer fresh.Close()
