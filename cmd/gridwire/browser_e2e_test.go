@@ -132,6 +132,13 @@ func (b *browser) read(r io.ReadCloser) {
 // call sends one command and decodes its result into out.
 func (b *browser) call(session, method string, params any, out any) {
 	b.t.Helper()
+	if err := b.try(session, method, params, out); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// try is call that returns what went wrong.
+func (b *browser) try(session, method string, params any, out any) error {
 	b.mu.Lock()
 	b.nextID++
 	id := b.nextID
@@ -147,22 +154,23 @@ func (b *browser) call(session, method string, params any, out any) {
 	}
 	data, _ := json.Marshal(msg)
 	if _, err := b.send.Write(append(data, 0)); err != nil {
-		b.t.Fatalf("%s: %v", method, err)
+		return fmt.Errorf("%s: %v", method, err)
 	}
 	select {
 	case r := <-ch:
 		if r.Error != nil {
-			b.t.Fatalf("%s: %s", method, r.Error.Message)
+			return fmt.Errorf("%s: %s", method, r.Error.Message)
 		}
 		if out != nil {
 			if err := json.Unmarshal(r.Result, out); err != nil {
-				b.t.Fatalf("%s: %v", method, err)
+				return fmt.Errorf("%s: %v", method, err)
 			}
 		}
+		return nil
 	case <-b.closed:
-		b.t.Fatalf("%s: the browser went away", method)
+		return fmt.Errorf("%s: the browser went away", method)
 	case <-time.After(60 * time.Second):
-		b.t.Fatalf("%s: no answer in 60s", method)
+		return fmt.Errorf("%s: no answer in 60s", method)
 	}
 }
 
@@ -208,9 +216,21 @@ func (b *browser) waitFor(selector string) {
 func (b *browser) waitUntil(cond, what string) {
 	b.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
-	for string(b.eval("!!("+cond+")")) != "true" {
+	// Between two pages (a click on a link) the condition may throw or find no page:
+	// that is "not yet".
+	js := "(() => { try { return !!(" + cond + "); } catch (e) { return false; } })()"
+	for {
+		var r struct {
+			Result struct {
+				Value bool `json:"value"`
+			} `json:"result"`
+		}
+		err := b.try(b.session, "Runtime.evaluate", map[string]any{"expression": js, "returnByValue": true}, &r)
+		if err == nil && r.Result.Value {
+			return
+		}
 		if time.Now().After(deadline) {
-			b.t.Fatalf("waited 30s for %s; the page:\n%s", what, b.text("body"))
+			b.t.Fatalf("waited 30s for %s (%v); the page:\n%s", what, err, b.text("body"))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

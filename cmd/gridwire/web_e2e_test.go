@@ -124,6 +124,24 @@ func TestWebPageClickThrough(t *testing.T) {
 	}
 	b.screenshot("04-list-tree")
 
+	// Paging, two jobs a page: the five roots take three pages, there and back.
+	b.open(server+"/?limit=2#token="+operatorToken, "#jobs tbody tr[data-job]")
+	pageOf := func(want string) {
+		b.waitUntil(fmt.Sprintf(`document.getElementById("page-info").textContent.startsWith(%q)`, want), want)
+	}
+	pageOf("page 1 · 2 shown of 5")
+	b.click("#older")
+	pageOf("page 2 · 2 shown of 5")
+	b.click("#older")
+	pageOf("page 3 · 1 shown of 5")
+	if got := string(b.eval(`document.getElementById("older").disabled && !document.getElementById("newer").disabled`)); got != "true" {
+		t.Errorf("on the last page, older should be off and newer on")
+	}
+	b.screenshot("05-list-last-page")
+	b.click("#newer")
+	pageOf("page 2 · 2 shown of 5")
+	b.open(server+"/#token="+operatorToken, fmt.Sprintf("tr[data-job=%q]", failing))
+
 	b.click(fmt.Sprintf("tr[data-job=%q] td.id a", failing))
 	b.waitUntil(`document.getElementById("job-state").textContent === "FAILED"`, "the failed job's page")
 	b.waitUntil(`document.getElementById("job-name").textContent === "a program that is not there"`, "the job's name")
@@ -136,7 +154,7 @@ func TestWebPageClickThrough(t *testing.T) {
 	if got := string(b.eval(`document.querySelector("#original pre").textContent.includes("/no/such/program") && document.querySelector("#canonical pre").textContent.includes('"executable"')`)); got != "true" {
 		t.Errorf("the original and canonical descriptions are missing")
 	}
-	b.screenshot("05-job-failed")
+	b.screenshot("06-job-failed")
 
 	b.open(server+"/?job="+gated+"#token="+operatorToken, "#job-summary dt")
 	b.waitUntil(`document.getElementById("output").textContent.includes("working")`, "the running job's live output")
@@ -145,11 +163,11 @@ func TestWebPageClickThrough(t *testing.T) {
 		b.click("#action-" + step.button)
 		b.waitUntil(fmt.Sprintf(`document.getElementById("job-state").textContent === %q`, step.state), step.button+" to take effect")
 		if step.state == "HELD" {
-			b.screenshot("06-job-held")
+			b.screenshot("07-job-held")
 		}
 	}
 	b.waitUntil(`document.querySelectorAll("#attempts tbody tr").length === 1`, "the attempt")
-	b.screenshot("07-job-cancelled")
+	b.screenshot("08-job-cancelled")
 
 	b.open(server+"/?job="+hello+"#token="+readerToken, "#job-summary dt")
 	b.waitUntil(`document.getElementById("whoami").textContent === "rita"`, "the reader's name")
@@ -157,7 +175,7 @@ func TestWebPageClickThrough(t *testing.T) {
 		t.Errorf("a reader sees %d action buttons", n)
 	}
 	b.waitUntil(`document.getElementById("output").textContent.includes("hello, world")`, "hello's output")
-	b.screenshot("08-job-reader")
+	b.screenshot("09-job-reader")
 
 	b.open(server+"/?job=01M7YSXJYJGT92HYD6NERX8N0S#token="+operatorToken, "#error:not([hidden])")
 	if got := b.text("#error"); !strings.Contains(got, "no job") {
@@ -166,17 +184,17 @@ func TestWebPageClickThrough(t *testing.T) {
 	if got := b.text("#live"); got == "connecting" || got == "live" {
 		t.Errorf("an unknown job's page says %q", got)
 	}
-	b.screenshot("09-unknown-job")
+	b.screenshot("10-unknown-job")
 
 	b.size(390, 844, true)
 	b.open(server+"/#token="+operatorToken, "#jobs tbody tr[data-job]")
 	b.waitUntil(`document.querySelector("button.count")`, "the counts")
 	b.fitsWidth("the list on a phone", 390)
-	b.screenshot("10-phone-list")
+	b.screenshot("11-phone-list")
 	b.open(server+"/?job="+failing+"#token="+operatorToken, "#job-summary dt")
 	b.waitUntil(`document.querySelectorAll("#phases .phase").length >= 3`, "the phases")
 	b.fitsWidth("a job on a phone", 390)
-	b.screenshot("11-phone-job")
+	b.screenshot("12-phone-job")
 
 	if errs := b.pageErrors(); len(errs) > 0 {
 		t.Errorf("the page threw or logged errors:\n%s", strings.Join(errs, "\n"))

@@ -13,9 +13,24 @@
   const STATES = ["SUBMITTED", "INCARNATED", "STAGING_IN", "QUEUED", "RUNNING", "HELD", "STAGING_OUT",
     "SUCCEEDED", "FAILED", "CANCELLED"];
   const TERMINAL = new Set(["SUCCEEDED", "FAILED", "CANCELLED"]);
-  const PAGE = 50;
+  const PAGE_SIZE = 50; // jobs a page of the list shows (?limit= changes it)
 
   // --- plumbing ----------------------------------------------------------------------
+  // A browser keeps six connections to a server; a page it keeps for going back to
+  // (the back-forward cache) would hold its event stream and followed output open, and
+  // a few of those leave none for the next page's requests. Leaving closes them.
+  const open = new Set();
+  function holding(c) { open.add(c); return c; }
+  window.addEventListener("pagehide", function () {
+    for (const c of open) c.close();
+    open.clear();
+  });
+  function newEventSource(url) {
+    const src = new EventSource(url);
+    holding(src);
+    return src;
+  }
+
   function apiError(path, r) {
     return r.json().then(function (b) {
       const e = (b && b.error) || {};
@@ -115,6 +130,7 @@
   function listView() {
     document.getElementById("table-view").hidden = false;
     const params = new URLSearchParams(location.search);
+    const pageSize = Math.min(Math.max(Number(params.get("limit")) || PAGE_SIZE, 1), 1000);
     const search = document.getElementById("search");
     const stateSel = document.getElementById("state-filter");
     const clusterSel = document.getElementById("cluster-filter");
@@ -129,7 +145,7 @@
     let src = null;
 
     function query() {
-      const q = { order: "desc", limit: String(PAGE) };
+      const q = { order: "desc", limit: String(pageSize) };
       if (search.value.trim()) q.q = search.value.trim();
       if (stateSel.value) q.state = stateSel.value;
       if (clusterSel.value) q.cluster = clusterSel.value;
@@ -143,6 +159,7 @@
       if (stateSel.value) q.set("state", stateSel.value);
       if (clusterSel.value) q.set("cluster", clusterSel.value);
       if (!trees.checked) q.set("flat", "1");
+      if (pageSize !== PAGE_SIZE) q.set("limit", String(pageSize));
       const s = q.toString();
       history.replaceState(null, "", s ? "?" + s : "/");
     }
@@ -254,7 +271,7 @@
     }
 
     function follow(seq) {
-      if (src) src.close();
+      if (src) { src.close(); open.delete(src); }
       let pending = new Set();
       let timer = null;
       const refresh = function () {
@@ -275,7 +292,7 @@
           }).catch(function () {});
         }
       };
-      src = new EventSource(streamURL(seq ? { after: String(seq) } : {}));
+      src = newEventSource(streamURL(seq ? { after: String(seq) } : {}));
       src.onopen = function () { setLive(true); };
       src.onerror = function () { setLive(false); };
       const onEvent = function (m) {
@@ -346,17 +363,21 @@
     actions(v);
   }
 
+  // actions shows the requests the caller may make of the job now; the buttons stay as
+  // they are while that set does not change, so a refresh never takes one from under a
+  // pointer.
   function actions(v) {
     const box = document.getElementById("actions");
-    box.textContent = "";
-    if (!(grant.allow || []).includes("cancel")) return;
     const can = {
       cancel: !TERMINAL.has(v.status),
       hold: v.status === "QUEUED" || v.status === "RUNNING",
       resume: v.status === "HELD",
     };
-    for (const verb of ["hold", "resume", "cancel"]) {
-      if (!can[verb]) continue;
+    const verbs = (grant.allow || []).includes("cancel") ? ["hold", "resume", "cancel"].filter(function (x) { return can[x]; }) : [];
+    if (box.getAttribute("data-verbs") === verbs.join(",")) return;
+    box.setAttribute("data-verbs", verbs.join(","));
+    box.textContent = "";
+    for (const verb of verbs) {
       const b = el("button", { type: "button", class: "action " + verb, id: "action-" + verb, text: verb });
       b.addEventListener("click", function () {
         if (verb === "cancel" && !confirm("Cancel job " + v.id + "?")) return;
@@ -548,8 +569,9 @@
     const pre = document.getElementById("output");
     const noteEl = document.getElementById("output-note");
     function start() {
-      if (ctrl) ctrl.abort();
+      if (ctrl) { ctrl.abort(); open.delete(ctrl.closer); }
       ctrl = new AbortController();
+      ctrl.closer = holding({ close: ctrl.abort.bind(ctrl) });
       const mine = ctrl;
       pre.textContent = "";
       noteEl.textContent = "loading…";
@@ -607,7 +629,7 @@
       drawScripts(all);
       redraw();
       if (r[0].kind !== "group") output(id);
-      const src = new EventSource(streamURL({ job: id, after: String(last) }));
+      const src = newEventSource(streamURL({ job: id, after: String(last) }));
       src.onopen = function () { setLive(true); };
       src.onerror = function () { setLive(false); };
       const onEvent = function (m) {
