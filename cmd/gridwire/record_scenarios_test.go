@@ -163,6 +163,15 @@ var scenarios = []scenario{
 		r.expect(id, events.StatusFailed, neverStarted)
 		r.has(id, events.Transfer, 1)
 	}},
+	{"cancel-while-staging-in", "cancelled while an input keeps failing: the stager ends the job between attempts, and it is never queued", func(r *recorder) {
+		url := r.files(100, map[string]string{"/input.txt": "never\n"})
+		id := r.openStaging("").v3(map[string]any{"executable": "/bin/true",
+			"input_files": map[string]string{"input.txt": url + "/input.txt"}, "max_transfer_attempts": 6})
+		r.waitFor(id, "a failed attempt", func(s events.State) bool { return len(s.Transfers) > 0 })
+		r.request(id, events.CancelRequested)
+		r.expect(id, events.StatusCancelled, neverStarted)
+		r.has(id, events.Queued, 0)
+	}},
 	{"stage-out-file", "an output file copied out to a file:// destination after success", func(r *recorder) {
 		dst := r.t.TempDir()
 		id := r.openStaging(dst).v3(map[string]any{"executable": "/bin/sh", "arguments": []string{"-c", "echo result > out.txt"},
