@@ -18,16 +18,23 @@ func ReadLine(path string) (string, bool) {
 	return v, v != ""
 }
 
-// ReadExitStatus parses the exit status file at path ("<code>\n", written by the job's
-// epilogue); a missing, partial or malformed file is not an exit.
-func ReadExitStatus(path string) (int, bool) {
+// ReadExitStatus parses the exit status file at path ("<code>[ <reason>]\n", written by
+// the job's epilogue; the reason is there when the job script ended the program itself);
+// a missing, partial or malformed file is not an exit.
+func ReadExitStatus(path string) (code int, reason string, ok bool) {
 	v, ok := ReadLine(path)
 	if !ok {
-		return 0, false
+		return 0, "", false
 	}
-	code, err := strconv.Atoi(v)
+	return ParseExitLine(v)
+}
+
+// ParseExitLine reads an exit status line, "<code>[ <reason>]".
+func ParseExitLine(v string) (code int, reason string, ok bool) {
+	num, rest, _ := strings.Cut(strings.TrimSpace(v), " ")
+	code, err := strconv.Atoi(num)
 	if err != nil {
-		return 0, false
+		return 0, "", false
 	}
-	return code, true
+	return code, strings.TrimSpace(rest), true
 }

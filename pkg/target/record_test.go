@@ -27,6 +27,7 @@ func TestReadLineAndExitStatus(t *testing.T) {
 		{"-1\n", "-1", true, -1, true},
 		{"12345\n", "12345", true, 12345, true},
 		{"oops\n", "oops", true, 0, false},
+		{"143 jobDuration PT2S: ended\n", "143 jobDuration PT2S: ended", true, 143, true},
 	} {
 		p := filepath.Join(dir, "f")
 		os.Remove(p)
@@ -36,8 +37,9 @@ func TestReadLineAndExitStatus(t *testing.T) {
 		if v, ok := ReadLine(p); v != c.line || ok != c.lineOK {
 			t.Errorf("ReadLine(%q) = %q %v, want %q %v", c.content, v, ok, c.line, c.lineOK)
 		}
-		if code, ok := ReadExitStatus(p); code != c.code || ok != c.exitStatus {
-			t.Errorf("ReadExitStatus(%q) = %d %v, want %d %v", c.content, code, ok, c.code, c.exitStatus)
+		code, reason, ok := ReadExitStatus(p)
+		if code != c.code || ok != c.exitStatus || (code == 143) != (reason == "jobDuration PT2S: ended") {
+			t.Errorf("ReadExitStatus(%q) = %d %q %v, want %d %v", c.content, code, reason, ok, c.code, c.exitStatus)
 		}
 	}
 }

@@ -332,6 +332,7 @@ func (c *renderCtx) jobScript(wd string, vars map[string]string, setHash string)
 	if len(job.LibraryPath) > 0 {
 		b = append(b, "LD_LIBRARY_PATH="+shellquote.Quote(strings.Join(job.LibraryPath, ":"))+"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\nexport LD_LIBRARY_PATH\n"...)
 	}
+	b = startGate(b, job)
 	b = append(b, "(\n"...)
 	if b, err = c.program(b); err != nil {
 		return nil, err
@@ -340,7 +341,8 @@ func (c *renderCtx) jobScript(wd string, vars map[string]string, setHash string)
 	if job.Stdin != "" {
 		stdin = `"$` + events.VarWorkDir + `"/` + events.StdinFile
 	}
-	b = append(b, "\n) <"+stdin+` >"$`+events.VarWorkDir+`"/`+events.StdoutFile+` 2>"$`+events.VarWorkDir+`"/`+events.StderrFile+"\nGW_EXIT=$?\n"...)
+	b = runLimited(b, job, "<"+stdin+` >"$`+events.VarWorkDir+`"/`+events.StdoutFile+` 2>"$`+events.VarWorkDir+`"/`+events.StderrFile)
+	b = endGate(b, job)
 	return c.template(b, "JOB_EPILOGUE")
 }
 

@@ -212,6 +212,7 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Accepted, error) 
 		acc.Parent = jobs[0].ID
 	}
 	for _, j := range jobs {
+		anchorDeadline(&j, now)
 		e, err := events.New(j.ID, events.Submitted, "", now, j)
 		if err != nil {
 			return acc, err
@@ -270,3 +271,13 @@ func (s *Service) maxBody() int64 {
 }
 
 var _ http.Handler = (*Service)(nil)
+
+// anchorDeadline turns a start-before given as a period (JRDL's jobStartBefore, which may
+// count months) into the time it names, counted from submission, so every later service
+// reads one absolute deadline.
+func anchorDeadline(j *events.Job, submitted time.Time) {
+	if j.StartWithin != nil && j.StartBefore == nil {
+		t := j.StartWithin.AddTo(submitted).UTC()
+		j.StartBefore = &t
+	}
+}

@@ -35,6 +35,7 @@ type Watched struct {
 type Observation struct {
 	Exited      bool
 	ExitCode    int
+	Reason      string        // why the job script ended the program itself, when it did
 	Gone        bool          // neither running nor with an exit status
 	State       events.Status // canonical, when the target reports one
 	NativeState string
@@ -257,7 +258,7 @@ func (f *follower) apply(ctx context.Context, w Watched, o Observation) bool {
 	}
 	switch {
 	case o.Exited:
-		return f.exit(ctx, w, events.ExitedData{ExitCode: o.ExitCode, NativeState: o.NativeState})
+		return f.exit(ctx, w, events.ExitedData{ExitCode: o.ExitCode, NativeState: o.NativeState, Reason: o.Reason})
 	case o.Gone:
 		if w.goneSince.IsZero() {
 			f.update(w.JobID, func(x *Watched) { x.goneSince = now })

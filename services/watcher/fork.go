@@ -25,21 +25,21 @@ func (ForkProber) Probe(_ context.Context, jobs []Watched) (map[string]Observati
 }
 
 func probeFork(w Watched) Observation {
-	if code, ok := exitStatus(w.WorkDir); ok {
-		return Observation{Exited: true, ExitCode: code}
+	if code, reason, ok := exitStatus(w.WorkDir); ok {
+		return Observation{Exited: true, ExitCode: code, Reason: reason}
 	}
 	if alive(w.NativeID) {
 		return Observation{}
 	}
 	// The process may have written its status between the two looks.
-	if code, ok := exitStatus(w.WorkDir); ok {
-		return Observation{Exited: true, ExitCode: code}
+	if code, reason, ok := exitStatus(w.WorkDir); ok {
+		return Observation{Exited: true, ExitCode: code, Reason: reason}
 	}
 	return Observation{Gone: true}
 }
 
 // exitStatus is the exit status the job's epilogue wrote in its working directory.
-func exitStatus(workDir string) (int, bool) {
+func exitStatus(workDir string) (int, string, bool) {
 	return target.ReadExitStatus(filepath.Join(workDir, events.ExitFile))
 }
 

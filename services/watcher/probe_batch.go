@@ -190,7 +190,7 @@ func probeScript(group []probeJob) (string, error) {
 }
 
 // parseProbe reads native states by native ID, and exit codes by job index.
-func parseProbe(stdout []byte, re *regexp.Regexp) (map[string]string, map[int]int, error) {
+func parseProbe(stdout []byte, re *regexp.Regexp) (map[string]string, map[int]exitLine, error) {
 	status, exitPart, found := strings.Cut(string(stdout), "gw:exits ")
 	if !found {
 		return nil, nil, fmt.Errorf("malformed probe output %q", target.Excerpt(stdout, 300))
@@ -207,26 +207,33 @@ func parseProbe(stdout []byte, re *regexp.Regexp) (map[string]string, map[int]in
 			states[m[idGroup]] = m[stateGroup]
 		}
 	}
-	exits := map[int]int{}
+	exits := map[int]exitLine{}
 	for _, line := range strings.Split(exitPart, "\n") {
-		f := strings.Fields(line)
+		f := strings.SplitN(strings.TrimSpace(line), " ", 3)
 		if len(f) != 3 || f[0] != "gw:exit" {
 			continue
 		}
 		i, err1 := strconv.Atoi(f[1])
-		code, err2 := strconv.Atoi(f[2])
-		if err1 == nil && err2 == nil {
-			exits[i] = code
+		code, reason, ok := target.ParseExitLine(f[2])
+		if err1 == nil && ok {
+			exits[i] = exitLine{code, reason}
 		}
 	}
 	return states, exits, nil
 }
 
 // observe turns what the host said of one job into an observation.
-func observe(info probeInfo, states map[string]string, exits map[int]int, i int) Observation {
+// exitLine is a job's exit status line: its code and, when the job script ended the
+// program itself, why.
+type exitLine struct {
+	code   int
+	reason string
+}
+
+func observe(info probeInfo, states map[string]string, exits map[int]exitLine, i int) Observation {
 	native, listed := states[info.nativeID]
-	if code, ok := exits[i]; ok {
-		return Observation{Exited: true, ExitCode: code, NativeState: native}
+	if x, ok := exits[i]; ok {
+		return Observation{Exited: true, ExitCode: x.code, Reason: x.reason, NativeState: native}
 	}
 	canonical := info.inc.AbsentState
 	if listed {

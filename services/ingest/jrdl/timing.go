@@ -12,6 +12,8 @@ import (
 )
 
 // timing reads jobStartTime (xs:dateTime), jobStartBefore and jobDuration (xs:duration).
+// jobStartBefore may have years and months (the submission time anchors it when the job
+// is submitted); jobDuration may not.
 func (d *decoder) timing(el *xmltree.Element, job *events.Job, path string) {
 	d.plainAttrs(el, path)
 	for _, c := range el.Children {
@@ -40,11 +42,15 @@ func (d *decoder) timing(el *xmltree.Element, job *events.Job, path string) {
 		job.StartWithin = &p
 		return
 	}
-	job.Walltime = &p
-	job.Duration = 0
-	if fixed, ok := p.Fixed(); ok {
-		job.Duration = fixed
+	fixed, ok := p.Fixed()
+	if !ok {
+		// A wall time limit is enforced as a number of seconds, by the job script and by
+		// the batch system alike; a month has no fixed number.
+		d.list.Addf(el.Line, el.Col, path, "%q has years or months, which have no fixed length; give the limit in days or less (P30D, PT720H)", text)
+		return
 	}
+	job.Walltime = &p
+	job.Duration = fixed
 }
 
 // checkTimes enforces that a start time and a start-before are not both given. Both are

@@ -1,0 +1,93 @@
+package incarnator
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/shellquote"
+)
+
+// The JOB script enforces a job's times itself, so they hold on every target kind: a fork
+// or SSH host has no scheduler to ask, and on a batch target the LRMS's own options
+// (sbatch --begin/--time, qsub -a/-l walltime) round to minutes and end a job without
+// saying why. The target's clock decides, read with date +%s.
+//
+//   - StartBefore: a job that starts after it ends at once, exit code
+//     exitNotStarted, its reason in the exit status line.
+//   - StartTime: the program waits until then.
+//   - Duration: a watchdog ends a program still running after it (TERM, then KILL
+//     after killGrace) and the exit status line says so.
+//
+// The reason reaches the watcher as the rest of the exit status line, after the code
+// (GW_REASON, written by JOB_EPILOGUE).
+const (
+	exitNotStarted = 125
+	killGrace      = 10 * time.Second
+	overrunMarker  = events.ControlDir + "/overrun"
+)
+
+// startGate opens the deadline check: when the job has a start-before it is followed by
+// the program and closed with "fi" (endGate).
+func startGate(b []byte, job *events.Job) []byte {
+	b = append(b, "GW_REASON=\n"...)
+	if job.StartBefore != nil {
+		d := job.StartBefore.UTC()
+		why := "jobStartBefore: the job had not started by " + d.Format(time.RFC3339) + ", so it was not run"
+		b = append(b, `if [ "$(date +%s)" -gt `+strconv.FormatInt(d.Unix(), 10)+" ]; then\n"...)
+		b = append(b, "GW_EXIT="+strconv.Itoa(exitNotStarted)+"\nGW_REASON="+shellquote.Quote(why)+"\nelse\n"...)
+	}
+	if job.StartTime != nil {
+		s := strconv.FormatInt(job.StartTime.Unix(), 10)
+		b = append(b, "# jobStartTime "+job.StartTime.UTC().Format(time.RFC3339)+"\n"...)
+		b = append(b, `gw_now=$(date +%s); if [ "$gw_now" -lt `+s+" ]; then sleep $(("+s+" - gw_now)); fi\n"...)
+	}
+	return b
+}
+
+func endGate(b []byte, job *events.Job) []byte {
+	if job.StartBefore != nil {
+		b = append(b, "fi\n"...)
+	}
+	return b
+}
+
+// runLimited ends the program line (started with "(" by the caller) in the background
+// under a watchdog when the job has a duration, else in the foreground; either way
+// GW_EXIT holds its exit code afterwards.
+func runLimited(b []byte, job *events.Job, redirect string) []byte {
+	limit := durationSeconds(job)
+	if limit <= 0 {
+		return append(b, "\n) "+redirect+"\nGW_EXIT=$?\n"...)
+	}
+	n, grace := strconv.FormatInt(limit, 10), strconv.FormatInt(int64(killGrace/time.Second), 10)
+	marker := `"$` + events.VarWorkDir + `"/` + overrunMarker
+	why := durationLabel(job) + ": still running after " + n + " s, so it was ended"
+	b = append(b, "\n) "+redirect+" &\ngw_pid=$!\n"...)
+	// The watchdog waits on its sleep, so a TERM (the job ended first) ends it at once.
+	b = append(b, "(\ntrap 'kill $gw_s 2>/dev/null; exit 0' TERM\n"+
+		"sleep "+n+" & gw_s=$!; wait $gw_s\n"+
+		": >"+marker+"\nkill -TERM $gw_pid 2>/dev/null\n"+
+		"sleep "+grace+" & gw_s=$!; wait $gw_s\nkill -KILL $gw_pid 2>/dev/null\n"+
+		") </dev/null >/dev/null 2>&1 &\ngw_dog=$!\n"+
+		"wait $gw_pid\nGW_EXIT=$?\nkill -TERM $gw_dog 2>/dev/null\n"+
+		"if [ -e "+marker+" ]; then GW_REASON="+shellquote.Quote(why)+"; fi\n"...)
+	return b
+}
+
+// durationSeconds is the job's wall time limit in whole seconds, rounded up; 0 for none.
+func durationSeconds(job *events.Job) int64 {
+	if job.Duration <= 0 {
+		return 0
+	}
+	return int64((job.Duration + time.Second - 1) / time.Second)
+}
+
+// durationLabel names the limit as the description wrote it (JRDL's jobDuration) or
+// else by its length.
+func durationLabel(job *events.Job) string {
+	if job.Walltime != nil {
+		return "jobDuration " + job.Walltime.String()
+	}
+	return "the duration limit " + job.Duration.String()
+}
