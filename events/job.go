@@ -204,6 +204,9 @@ type Coallocation struct {
 	JobManager string `json:"job_manager,omitempty"`
 	// TotalCount is the processor count of the whole job (its resource count).
 	TotalCount int `json:"total_count,omitempty"`
+	// OnSiblingEnd is what happens to the running subjobs when one ends without
+	// succeeding: SiblingsAbort ("" is the same) ends them, SiblingsContinue lets them run.
+	OnSiblingEnd string `json:"on_sibling_end,omitempty"`
 }
 
 // Period is an xs:duration kept exactly: years and months have no fixed length, so they

@@ -116,6 +116,9 @@ type StartedData struct {
 type StatusData struct {
 	State       Status `json:"state"`
 	NativeState string `json:"native_state,omitempty"`
+	// Group, on a parent record's status_changed, counts its children by state when
+	// the parent moved.
+	Group *GroupSummary `json:"group,omitempty"`
 }
 
 // ExitedData is the program's end.
@@ -138,6 +141,8 @@ type StagedOutData struct {
 type EndData struct {
 	ExitCode *int   `json:"exit_code,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+	// Group, on a parent record's terminal event, counts how its children ended.
+	Group *GroupSummary `json:"group,omitempty"`
 }
 
 // Note is a free-text payload for requests, status_unknown/known and action results.

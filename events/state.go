@@ -51,6 +51,8 @@ type State struct {
 	ExitCode  *int           `json:"exit_code,omitempty"`
 	Reason    string         `json:"reason,omitempty"`
 	StagedOut *StagedOutData `json:"staged_out,omitempty"`
+	// Group is a parent record's last summary of its children (see GroupOf).
+	Group     *GroupSummary  `json:"group,omitempty"`
 	Transfers []TransferData `json:"transfers,omitempty"`
 
 	StatusUnknown   bool `json:"status_unknown,omitempty"`
@@ -94,6 +96,9 @@ func Apply(s State, e Event) (State, error) {
 		return s, &TransitionError{Job: e.JobID, From: s.Status, Event: e.Name, Why: "the job was never submitted"}
 	}
 	step := stepFor(e.Name)
+	if s.Job != nil && s.Job.Kind == KindGroup {
+		step = groupStepFor(e.Name)
+	}
 	if step == nil {
 		return s, fmt.Errorf("%w: %q", ErrUnknownEvent, e.Name)
 	}

@@ -208,6 +208,16 @@ func (x *executor) handle(ctx context.Context, d events.Delivery) error {
 		_, err := x.deps.Store.DecideFrom(ctx, st, x.cancelBeforeStart)
 		return err
 	}
+	if st.Job.Coallocated() {
+		var start bool
+		if st, start, err = x.coallocate(ctx, st); err != nil || !start {
+			return err
+		}
+		if st.CancelRequested {
+			_, err := x.deps.Store.DecideFrom(ctx, st, x.cancelBeforeStart)
+			return err
+		}
+	}
 	run, err := x.target.Start(ctx, st)
 	if err != nil {
 		return fmt.Errorf("starting job %s: %w", st.JobID, err)

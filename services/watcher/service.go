@@ -2,7 +2,8 @@
 // terminal state once stage-out is recorded: the log's "what happened". It observes; it
 // never starts, stops or stages anything, and it serves no one (the read side shows
 // what it records). A failed observation is recorded as status_unknown, never as an
-// invented end.
+// invented end. It also owns group decisions: a parent record's state, derived from its
+// children's, and the requests made of a parent, carried to its children (group.go).
 package watcher
 
 import (
@@ -54,6 +55,7 @@ func (c Config) withDefaults() Config {
 
 // Store is what the watcher needs of the event store.
 type Store interface {
+	State(ctx context.Context, jobID string) (events.State, error)
 	Decide(ctx context.Context, jobID string, decide events.Decision) (events.State, error)
 	// DecideLatest decides from the state this process last folded, when it has one:
 	// for what a probe saw, which is news the log does not have yet.
@@ -110,6 +112,8 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return runEnder(gctx, deps) })
+	g.Go(func() error { return runGroups(gctx, deps) })
+	g.Go(func() error { return runGroupRequests(gctx, deps) })
 	for _, cl := range cfg.Clusters {
 		p := deps.Probers[cl.Name]
 		if p == nil {

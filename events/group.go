@@ -1,0 +1,201 @@
+package events
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// A parent record (Job.Kind == KindGroup: a JRDL document of several jobs, a DDS
+// topology) never runs. Its state is derived from its children's: GroupOf computes what
+// it should be from their folded states, and one service (the watcher) appends the
+// difference to the parent's own subject as status_changed (RUNNING, HELD) and a terminal
+// event, each carrying a GroupSummary. The fold below accepts only those, and the
+// requests a user may make of a group.
+
+// GroupSummary counts a parent record's children by state.
+type GroupSummary struct {
+	Children int            `json:"children"`
+	Counts   map[Status]int `json:"counts,omitempty"`
+}
+
+// String is the summary as people read it: "3 children: 2 SUCCEEDED, 1 FAILED".
+func (g GroupSummary) String() string {
+	var parts []string
+	for _, st := range slices.Sorted(maps.Keys(g.Counts)) {
+		parts = append(parts, fmt.Sprintf("%d %s", g.Counts[st], st))
+	}
+	return fmt.Sprintf("%d children: %s", g.Children, strings.Join(parts, ", "))
+}
+
+// GroupVerdict is what a parent record's state should be, given its children's.
+type GroupVerdict struct {
+	Status  Status       // SUBMITTED (nothing ran yet), RUNNING, HELD or a terminal state
+	Summary GroupSummary // the children's counts
+	Reason  string       // for FAILED and CANCELLED: how many, and the first child's reason
+}
+
+// GroupOf derives a parent record's state from its children's folded states, in the
+// parent's order: terminal once every child is (SUCCEEDED only if all did, else FAILED
+// if any failed, else CANCELLED); HELD while every child still going is held; RUNNING
+// once any child has started or ended; SUBMITTED before that. It is pure.
+func GroupOf(children []State) GroupVerdict {
+	v := GroupVerdict{Summary: GroupSummary{Children: len(children), Counts: map[Status]int{}}}
+	ended, held, started := 0, 0, false
+	var firstFailed, firstCancelled *State
+	for i := range children {
+		c := &children[i]
+		st := c.Status
+		if st == StatusNone {
+			st = StatusSubmitted // a child whose submitted event is not read yet
+		}
+		v.Summary.Counts[st]++
+		switch {
+		case st.Terminal():
+			ended++
+			if st == StatusFailed && firstFailed == nil {
+				firstFailed = c
+			}
+			if st == StatusCancelled && firstCancelled == nil {
+				firstCancelled = c
+			}
+		case st == StatusHeld:
+			held++
+		}
+		if st.Terminal() || !c.StartedAt.IsZero() || c.NativeID != "" {
+			started = true
+		}
+	}
+	switch {
+	case len(children) == 0:
+		v.Status = StatusSubmitted
+	case ended == len(children):
+		v.Status = StatusSucceeded
+		if firstFailed != nil {
+			v.Status, v.Reason = StatusFailed, childReason(v.Summary.Counts[StatusFailed], len(children), "failed", firstFailed)
+		} else if firstCancelled != nil {
+			v.Status, v.Reason = StatusCancelled, childReason(v.Summary.Counts[StatusCancelled], len(children), "cancelled", firstCancelled)
+		}
+	case held > 0 && held == len(children)-ended:
+		v.Status = StatusHeld
+	case started:
+		v.Status = StatusRunning
+	default:
+		v.Status = StatusSubmitted
+	}
+	return v
+}
+
+func childReason(n, of int, what string, c *State) string {
+	r := fmt.Sprintf("%d of %d children %s; first: %s", n, of, what, c.JobID)
+	if c.Reason != "" {
+		r += ": " + c.Reason
+	}
+	return r
+}
+
+// GroupEvent is the event that moves a parent record from its folded state to the
+// verdict, or "" when it is already there (or the verdict is SUBMITTED, where it starts).
+func GroupEvent(parent State, v GroupVerdict) (Name, any) {
+	sum := v.Summary
+	switch {
+	case parent.Status.Terminal() || v.Status == parent.Status || v.Status == StatusSubmitted:
+		return "", nil
+	case v.Status == StatusSucceeded:
+		return Succeeded, EndData{Group: &sum}
+	case v.Status == StatusFailed:
+		return Failed, EndData{Reason: v.Reason, Group: &sum}
+	case v.Status == StatusCancelled:
+		return Cancelled, EndData{Reason: v.Reason, Group: &sum}
+	}
+	return StatusChanged, StatusData{State: v.Status, Group: &sum}
+}
+
+// groupStepFor is the transition of one event type on a parent record.
+func groupStepFor(n Name) stepFunc {
+	switch n {
+	case StatusChanged:
+		return applyGroupStatus
+	case Succeeded, Failed, Cancelled:
+		return applyGroupEnd(n)
+	case CancelRequested, HoldRequested, ResumeRequested, ActionFailed:
+		return stepFor(n)
+	case Submitted:
+		return applySubmitted
+	}
+	return func(s State, e Event) (State, error) {
+		return s, illegal(s, e, "a parent record never runs; its state follows its children")
+	}
+}
+
+func applyGroupStatus(s State, e Event) (State, error) {
+	var d StatusData
+	if err := e.Payload(&d); err != nil {
+		return s, err
+	}
+	if d.State != StatusRunning && d.State != StatusHeld {
+		return s, illegal(s, e, "a parent record's status_changed names RUNNING or HELD, not "+string(d.State))
+	}
+	if d.Group == nil {
+		return s, illegal(s, e, "a parent record's status_changed carries its children's summary")
+	}
+	switch d.State {
+	case StatusHeld:
+		s.HoldRequested = false
+	case StatusRunning:
+		s.ResumeRequested = false
+	}
+	if s.StartedAt.IsZero() {
+		s.StartedAt = e.Time
+	}
+	s.Status, s.Group = d.State, d.Group
+	return s, nil
+}
+
+func applyGroupEnd(n Name) stepFunc {
+	return func(s State, e Event) (State, error) {
+		var d EndData
+		if err := e.Payload(&d); err != nil {
+			return s, err
+		}
+		if d.Group == nil {
+			return s, illegal(s, e, "a parent record ends with its children's summary")
+		}
+		if n == Succeeded && d.Group.Counts[StatusSucceeded] != d.Group.Children {
+			return s, illegal(s, e, "a parent record succeeds only when every child did ("+d.Group.String()+")")
+		}
+		to := map[Name]Status{Succeeded: StatusSucceeded, Failed: StatusFailed, Cancelled: StatusCancelled}[n]
+		s.Status, s.Reason, s.Group = to, d.Reason, d.Group
+		return s, nil
+	}
+}
+
+// Coallocation policies: what happens to the other subjobs of a job when one ends
+// without succeeding while they run.
+const (
+	// SiblingsAbort (the default, "") ends them: a co-allocated job runs as one.
+	SiblingsAbort = "abort"
+	// SiblingsContinue lets them run on; they still start together.
+	SiblingsContinue = "continue"
+)
+
+// Coallocated reports whether the job must start together with siblings.
+func (j *Job) Coallocated() bool {
+	return j != nil && j.Parent != "" && j.Coallocation != nil && j.Coallocation.Size > 1
+}
+
+// Siblings returns the IDs, among a parent's children (given as folded states), of the
+// jobs co-allocated with j, j excluded.
+func Siblings(j *Job, children []State) []string {
+	if !j.Coallocated() {
+		return nil
+	}
+	var ids []string
+	for _, c := range children {
+		if c.Job != nil && c.JobID != j.ID && c.Job.Coallocated() && c.Job.Coallocation.Group == j.Coallocation.Group {
+			ids = append(ids, c.JobID)
+		}
+	}
+	return ids
+}

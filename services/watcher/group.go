@@ -1,0 +1,186 @@
+package watcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/gridwire/gridwire/events"
+)
+
+// The watcher owns group decisions: it is the one service that appends to a parent
+// record's subject. Two consumers do it:
+//
+//   - runGroups reacts to every child event that can move its parent (a start, a status,
+//     a hold, a resume, an end): it folds the parent's children, derives the parent's
+//     state (events.GroupOf) and appends the difference conditionally on the parent's
+//     subject. An end that breaks a co-allocated job (a subjob that failed or was
+//     cancelled, under the default policy) also asks each running sibling to cancel.
+//   - runGroupRequests carries a request made of a parent (cancel, hold, resume) to
+//     every child that can take it, as that child's own request, routed to its cluster;
+//     the executors carry those out as they do any other.
+//
+// Both are idempotent: the parent's state and the children's flags say what is done.
+
+// groupMoves are the child events after which a parent may move.
+var groupMoves = []events.Name{events.Started, events.StatusChanged, events.Held, events.Resumed,
+	events.Exited, events.Succeeded, events.Failed, events.Cancelled}
+
+func runGroups(ctx context.Context, deps Deps) error {
+	var filters []string
+	for _, n := range groupMoves {
+		filters = append(filters, events.TypeFilter(n, ""))
+	}
+	return events.Consume(ctx, deps.JS, events.ConsumerSpec{
+		Durable: "watcher-groups", Filters: filters, Workers: 8, Logger: deps.Logger,
+	}, func(ctx context.Context, d events.Delivery) error {
+		err := groupReact(ctx, deps, d.Event)
+		if errors.Is(err, events.ErrIllegalTransition) {
+			deps.Logger.Error("group decision refused", "job", d.Event.JobID, "err", err)
+			return nil
+		}
+		return err
+	})
+}
+
+// groupReact follows one child event up to its parent.
+func groupReact(ctx context.Context, deps Deps, e events.Event) error {
+	child, err := deps.Store.StateAt(ctx, e)
+	if err != nil {
+		return err
+	}
+	if child.Job == nil || child.Job.Parent == "" {
+		return nil
+	}
+	children, err := groupChildren(ctx, deps, child.Job.Parent)
+	if err != nil {
+		return err
+	}
+	if e.Name.Terminal() && e.Name != events.Succeeded {
+		if err := endSiblings(ctx, deps, child, children); err != nil {
+			return err
+		}
+	}
+	_, err = deps.Store.Decide(ctx, child.Job.Parent, func(p events.State) ([]events.Event, error) {
+		if p.Job == nil || p.Job.Kind != events.KindGroup {
+			return nil, nil
+		}
+		name, payload := events.GroupEvent(p, events.GroupOf(children))
+		if name == "" {
+			return nil, nil
+		}
+		ev, err := events.New(p.JobID, name, "", deps.Now(), payload)
+		return []events.Event{ev}, err
+	})
+	return err
+}
+
+// groupChildren folds every child of a parent record, in the parent's order.
+func groupChildren(ctx context.Context, deps Deps, parentID string) ([]events.State, error) {
+	p, err := deps.Store.State(ctx, parentID)
+	if err != nil {
+		return nil, fmt.Errorf("reading parent %s: %w", parentID, err)
+	}
+	if p.Job == nil {
+		return nil, nil
+	}
+	out := make([]events.State, 0, len(p.Job.Children))
+	for _, id := range p.Job.Children {
+		c, err := deps.Store.State(ctx, id)
+		if err != nil && !errors.Is(err, events.ErrNotFound) {
+			return nil, fmt.Errorf("reading child %s of %s: %w", id, parentID, err)
+		}
+		c.JobID = id
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// endSiblings asks every sibling of a co-allocated subjob that ended without success to
+// cancel, with the subjob's reason, unless its policy lets them continue.
+func endSiblings(ctx context.Context, deps Deps, ended events.State, children []events.State) error {
+	j := ended.Job
+	if !j.Coallocated() || j.Coallocation.OnSiblingEnd == events.SiblingsContinue {
+		return nil
+	}
+	reason := fmt.Sprintf("co-allocated subjob %s (%s) %s", ended.JobID, j.Original.Path, ended.Status)
+	if ended.Reason != "" {
+		reason += ": " + ended.Reason
+	}
+	for _, id := range events.Siblings(j, children) {
+		_, err := deps.Store.Decide(ctx, id, func(s events.State) ([]events.Event, error) {
+			if s.Status.Terminal() || s.CancelRequested {
+				return nil, nil
+			}
+			ev, err := events.New(s.JobID, events.CancelRequested, s.Cluster, deps.Now(), events.Note{Reason: reason})
+			return []events.Event{ev}, err
+		})
+		if err != nil {
+			return fmt.Errorf("ending sibling %s of %s: %w", id, ended.JobID, err)
+		}
+	}
+	return nil
+}
+
+// runGroupRequests fans a parent's requests out to its children. Requests on parent
+// records carry no route (a parent has no cluster), so the consumer filters on that.
+func runGroupRequests(ctx context.Context, deps Deps) error {
+	return events.Consume(ctx, deps.JS, events.ConsumerSpec{
+		Durable: "watcher-group-requests",
+		Filters: []string{events.TypeFilter(events.CancelRequested, events.NoRoute),
+			events.TypeFilter(events.HoldRequested, events.NoRoute), events.TypeFilter(events.ResumeRequested, events.NoRoute)},
+		Workers: 4, Logger: deps.Logger,
+	}, func(ctx context.Context, d events.Delivery) error {
+		p, err := deps.Store.StateAt(ctx, d.Event)
+		if err != nil || p.Job == nil || p.Job.Kind != events.KindGroup {
+			return err
+		}
+		note := events.Note{Reason: fmt.Sprintf("%s on group %s", d.Event.Name, p.JobID)}
+		var n events.Note
+		if d.Event.Payload(&n) == nil && n.Reason != "" {
+			note.Reason += ": " + n.Reason
+		}
+		for _, id := range p.Job.Children {
+			if err := requestChild(ctx, deps, id, d.Event, note); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// requestChild makes a parent's request of one child, when the child can take it and
+// has not been asked already.
+func requestChild(ctx context.Context, deps Deps, id string, req events.Event, note events.Note) error {
+	_, err := deps.Store.Decide(ctx, id, func(s events.State) ([]events.Event, error) {
+		if !takes(s, req.Name) {
+			return nil, nil
+		}
+		ev, err := events.New(s.JobID, req.Name, s.Cluster, deps.Now(), note)
+		ev.Principal = req.Principal
+		return []events.Event{ev}, err
+	})
+	if errors.Is(err, events.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("carrying %s to child %s: %w", req.Name, id, err)
+	}
+	return nil
+}
+
+// takes reports whether a child can take a request it has not taken yet.
+func takes(s events.State, n events.Name) bool {
+	if s.Status == events.StatusNone || s.Status.Terminal() {
+		return false
+	}
+	switch n {
+	case events.CancelRequested:
+		return !s.CancelRequested
+	case events.HoldRequested:
+		return !s.HoldRequested && s.Status != events.StatusHeld && !s.CancelRequested
+	case events.ResumeRequested:
+		return !s.ResumeRequested && (s.Status == events.StatusHeld || s.HoldRequested)
+	}
+	return false
+}
