@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/services/executor"
+	"github.com/gridwire/gridwire/services/ingest"
+)
+
+// jrdlGated is a JRDL job element whose program runs until the test writes its exit
+// code into "release" in its working directory; extra goes inside the element.
+func jrdlGated(tag, extra string) string {
+	return "<" + tag + `>
+    <executable><path><stringElement value="/bin/sh"/></path></executable>
+    <arguments><stringArray>
+      <string><stringElement value="-c"/></string>
+      <string><stringElement value="while [ ! -s release ]; do sleep 0.02; done; exit &quot;$(cat release)&quot;"/></string>
+    </stringArray></arguments>` + extra + "\n  </" + tag + ">\n"
+}
+
+// submitJRDL submits a JRDL document and returns its job IDs, the parent first.
+func (h *harness) submitJRDL(doc string) []string {
+	h.t.Helper()
+	acc, err := h.submit.Submit(context.Background(), ingest.Submission{File: "group.jrdl", Data: []byte(doc), Submitter: "test"})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return acc.Jobs
+}
+
+func (h *harness) ask(id string, name events.Name) {
+	h.t.Helper()
+	if _, err := (executor.ControlAPI{Store: h.store}).Request(context.Background(), id, name, events.Note{Reason: "test"}); err != nil {
+		h.t.Fatalf("%s of %s: %v", name, id, err)
+	}
+}
+
+func counts(st events.State) map[events.Status]int {
+	if st.Group == nil {
+		return nil
+	}
+	return st.Group.Counts
+}
+
+// A document of two jobs: its parent runs once one child runs and ends, with counts,
+// FAILED because one child failed.
+func TestGroupFollowsItsChildren(t *testing.T) {
+	h := newHarness(t)
+	ids := h.submitJRDL("<jrdl>\n" + jrdlGated("job", "") + jrdlGated("job", "") + "</jrdl>")
+	if len(ids) != 3 {
+		t.Fatalf("%d jobs, want a parent and 2", len(ids))
+	}
+	parent, a, b := ids[0], ids[1], ids[2]
+	h.waitFor(a, "RUNNING", isRunning)
+	h.waitFor(parent, "RUNNING", isRunning)
+	h.release(a, "0")
+	h.waitEnd(a)
+	h.waitFor(b, "RUNNING", isRunning)
+	if st, _ := h.store.State(context.Background(), parent); st.Status != events.StatusRunning {
+		t.Fatalf("parent %s with one child still running, want RUNNING", st.Status)
+	}
+	h.release(b, "1")
+	st := h.waitEnd(parent)
+	if st.Status != events.StatusFailed || !strings.Contains(st.Reason, "1 of 2 children failed; first: "+b) {
+		t.Fatalf("parent %s %q, want FAILED naming child %s", st.Status, st.Reason, b)
+	}
+	if c := counts(st); c[events.StatusSucceeded] != 1 || c[events.StatusFailed] != 1 || st.Group.Children != 2 {
+		t.Fatalf("parent summary %+v, want 1 SUCCEEDED and 1 FAILED of 2", st.Group)
+	}
+	h.assertCleanHistory(parent)
+}
+
+func TestGroupSucceedsOnlyWhenEveryChildDid(t *testing.T) {
+	h := newHarness(t)
+	ids := h.submitJRDL("<jrdl>\n" + jrdlGated("job", "") + jrdlGated("job", "") + "</jrdl>")
+	h.waitFor(ids[1], "RUNNING", isRunning)
+	h.waitFor(ids[2], "RUNNING", isRunning)
+	h.release(ids[1], "0")
+	h.release(ids[2], "0")
+	st := h.waitEnd(ids[0])
+	if st.Status != events.StatusSucceeded || counts(st)[events.StatusSucceeded] != 2 {
+		t.Fatalf("parent %s %+v, want SUCCEEDED with 2 SUCCEEDED", st.Status, st.Group)
+	}
+}
+
+// Cancel on the parent ends every running child: real processes, aborted.
+func TestCancelOnParentCancelsItsChildren(t *testing.T) {
+	h := newHarness(t)
+	ids := h.submitJRDL("<jrdl>\n" + jrdlGated("job", "") + jrdlGated("job", "") + "</jrdl>")
+	h.waitFor(ids[1], "RUNNING", isRunning)
+	h.waitFor(ids[2], "RUNNING", isRunning)
+	h.ask(ids[0], events.CancelRequested)
+	for _, id := range ids[1:] {
+		if st := h.waitEnd(id); st.Status != events.StatusCancelled {
+			t.Fatalf("child %s %s (%s), want CANCELLED", id, st.Status, st.Reason)
+		}
+	}
+	st := h.waitEnd(ids[0])
+	if st.Status != events.StatusCancelled || counts(st)[events.StatusCancelled] != 2 {
+		t.Fatalf("parent %s %+v, want CANCELLED with 2 CANCELLED", st.Status, st.Group)
+	}
+}
+
+// Hold and resume on the parent reach the children, and the parent follows them.
+func TestHoldAndResumeOnParent(t *testing.T) {
+	h := newHarness(t)
+	ids := h.submitJRDL("<jrdl>\n" + jrdlGated("job", "") + jrdlGated("job", "") + "</jrdl>")
+	h.waitFor(ids[1], "RUNNING", isRunning)
+	h.waitFor(ids[2], "RUNNING", isRunning)
+	h.ask(ids[0], events.HoldRequested)
+	isHeld := func(st events.State) bool { return st.Status == events.StatusHeld }
+	h.waitFor(ids[1], "HELD", isHeld)
+	h.waitFor(ids[2], "HELD", isHeld)
+	h.waitFor(ids[0], "HELD", isHeld)
+	h.ask(ids[0], events.ResumeRequested)
+	h.waitFor(ids[1], "RUNNING", isRunning)
+	h.waitFor(ids[0], "RUNNING", isRunning)
+	h.release(ids[1], "0")
+	h.release(ids[2], "0")
+	if st := h.waitEnd(ids[0]); st.Status != events.StatusSucceeded {
+		t.Fatalf("parent %s, want SUCCEEDED", st.Status)
+	}
+}
+
+const pbsOnly = `
+    <jobManagerType><enumeration><enumerationValue><pbs/></enumerationValue></enumeration></jobManagerType>`
+
+// A subjob that cannot be placed (it asks for PBS; the local cluster is fork) keeps its
+// sibling from starting at all, and the sibling fails with its reason.
+func TestCoallocatedSiblingNeverStartsWhenOneCannotBePlaced(t *testing.T) {
+	h := newHarness(t)
+	ids := h.submitJRDL("<jrdl>\n<job>\n" + jrdlGated("subjob", "") + jrdlGated("subjob", pbsOnly) + "</job>\n</jrdl>")
+	if len(ids) != 3 {
+		t.Fatalf("%d jobs, want a parent and 2 subjobs", len(ids))
+	}
+	unplaced := h.waitEnd(ids[2])
+	st := h.waitEnd(ids[1])
+	if st.Status != events.StatusFailed || !strings.Contains(st.Reason, "co-allocated subjob "+ids[2]) ||
+		!strings.Contains(st.Reason, unplaced.Reason) {
+		t.Fatalf("sibling %s %q, want FAILED with subjob %s's reason %q", st.Status, st.Reason, ids[2], unplaced.Reason)
+	}
+	for _, e := range h.history(ids[1]) {
+		if e.Name == events.Started {
+			t.Fatal("the placed subjob started although its sibling could not be placed")
+		}
+	}
+	if p := h.waitEnd(ids[0]); p.Status != events.StatusFailed {
+		t.Fatalf("parent %s, want FAILED", p.Status)
+	}
+}
+
+// A co-allocated subjob waits, QUEUED and not started, while its sibling is not staged:
+// here the stager is down, so the sibling stays INCARNATED until it comes back.
+func TestCoallocatedSubjobWaitsForItsSibling(t *testing.T) {
+	h := newHarness(t)
+	h.stop("stager")
+	ids := h.submitJRDL("<jrdl>\n<job>\n" + jrdlGated("subjob", "") + jrdlGated("subjob", "") + "</job>\n</jrdl>")
+	a, b := ids[1], ids[2]
+	h.waitFor(a, "INCARNATED", func(st events.State) bool { return st.Status == events.StatusIncarnated })
+	h.waitFor(b, "INCARNATED", func(st events.State) bool { return st.Status == events.StatusIncarnated })
+	// Hand a to its executor as the stager would, with b still unstaged.
+	if _, err := h.store.Decide(context.Background(), a, func(s events.State) ([]events.Event, error) {
+		e, err := events.New(a, events.Queued, s.Cluster, s.UpdatedAt, events.QueuedData{Cluster: s.Cluster})
+		return []events.Event{e}, err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(a, "its queued event read", func(st events.State) bool { return st.Status == events.StatusQueued })
+	// b is unstaged: a must not start. Starting b's stage-in releases both.
+	h.start("stager")
+	h.waitFor(b, "RUNNING", isRunning)
+	stA := h.waitFor(a, "RUNNING", isRunning)
+	var bQueued events.Event
+	for _, e := range h.history(b) {
+		if e.Name == events.Queued {
+			bQueued = e
+		}
+	}
+	if !stA.StartedAt.After(bQueued.Time) && !stA.StartedAt.Equal(bQueued.Time) {
+		t.Fatalf("subjob a started at %v, before its sibling was staged at %v", stA.StartedAt, bQueued.Time)
+	}
+	// One sibling failing while both run ends the other.
+	h.release(b, "4")
+	if st := h.waitEnd(a); st.Status != events.StatusCancelled {
+		t.Fatalf("running sibling %s %q, want CANCELLED", st.Status, st.Reason)
+	}
+	asked := false
+	for _, e := range h.history(a) {
+		var n events.Note
+		if e.Name == events.CancelRequested && e.Payload(&n) == nil && strings.Contains(n.Reason, "co-allocated subjob "+b) {
+			asked = true
+		}
+	}
+	if !asked {
+		t.Fatalf("sibling %s was not asked to end with subjob %s's reason", a, b)
+	}
+	if p := h.waitEnd(ids[0]); p.Status != events.StatusFailed {
+		t.Fatalf("parent %s, want FAILED", p.Status)
+	}
+}
