@@ -82,7 +82,7 @@ func (t *targets) Close() {
 const (
 	outputChunk     = 256 << 10
 	outputPollFirst = 200 * time.Millisecond
-	outputPollMax   = 2 * time.Second
+	outputPollMax   = time.Second
 )
 
 // outputRequest is what GET /v1/jobs/{id}/logs asks for.

@@ -488,7 +488,7 @@
     for (const e of evs) {
       const d = e.data || {};
       if (e.name === "started") runs.push({ start: time(e.time), host: d.host || "", native: d.native_id || "", end: null, exit: "" });
-      if (e.name === "exited" && runs.length) {
+      if ((e.name === "exited" || TERMINAL.has(e.name.toUpperCase())) && runs.length && !runs[runs.length - 1].end) {
         const r = runs[runs.length - 1];
         r.end = time(e.time);
         r.exit = d.exit_code === undefined ? "" : String(d.exit_code);
@@ -642,8 +642,11 @@
       };
       for (const name of EVENT_NAMES) src.addEventListener(name, onEvent);
     }, function (err) {
-      setLive(false, "not found");
+      setLive(false, err.status === 404 ? "not found" : "error");
       document.getElementById("job-name").textContent = err.status === 404 ? "No such job" : "Cannot show this job";
+      document.getElementById("job-state").hidden = true;
+      for (const c of document.getElementById("job-view").children) if (!c.classList.contains("job-head")) c.hidden = true;
+      document.getElementById("job-view").appendChild(el("p", {}, [el("a", { href: "/", text: "← every job" })]));
       showError(err.message);
     });
   }
