@@ -39,6 +39,8 @@ type renderCtx struct {
 	exe   string
 	args  []string
 	extra map[string]profile.Value // per-template fields: TARGET, ARGUMENTS, FILE_NAME
+	// reserved are the JRDL reserved names the JOB script fills on the target.
+	reserved map[string]bool
 	// jobDependent is set when a probe render needed a job value.
 	jobDependent bool
 }
@@ -279,6 +281,11 @@ func (t *target) render(job *events.Job, setHash string) (events.IncarnatedData,
 		NativeStates: t.watch.states, AbsentState: t.watch.absent,
 		Substituted: substituted(job, vars),
 	}
+	reserved, err := reservedVars(job)
+	if err != nil {
+		return inc, err
+	}
+	c.reserved = reserved
 	body, err := c.jobScript(wd, vars, setHash)
 	if err != nil {
 		return inc, err
@@ -319,18 +326,19 @@ func (c *renderCtx) jobScript(wd string, vars map[string]string, setHash string)
 	if err != nil {
 		return nil, err
 	}
+	b = c.assignReserved(b)
 	if job.Directory != "" {
 		dir := substitute.Substitute(job.Directory, vars)
 		if strings.HasPrefix(dir, "-") {
 			dir = "./" + dir
 		}
-		b = append(b, "cd "+shellquote.Quote(dir)+" || exit 111\n"...)
+		b = append(b, "cd "+c.word(dir)+" || exit 111\n"...)
 	}
 	for _, v := range job.Environment {
-		b = append(b, "export "+v.Name+"="+shellquote.Quote(substitute.Substitute(v.Value, vars))+"\n"...)
+		b = append(b, "export "+v.Name+"="+c.word(substitute.Substitute(v.Value, vars))+"\n"...)
 	}
 	if len(job.LibraryPath) > 0 {
-		b = append(b, "LD_LIBRARY_PATH="+shellquote.Quote(strings.Join(job.LibraryPath, ":"))+"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\nexport LD_LIBRARY_PATH\n"...)
+		b = append(b, "LD_LIBRARY_PATH="+c.word(strings.Join(job.LibraryPath, ":"))+"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\nexport LD_LIBRARY_PATH\n"...)
 	}
 	b = startGate(b, job)
 	b = append(b, "(\n"...)
@@ -372,12 +380,19 @@ func (c *renderCtx) program(b []byte) ([]byte, error) {
 	}
 	if !ok {
 		b = append(b, "exec "...)
-		b = append(b, shellquote.Quote(c.exe)...)
+		b = append(b, c.word(c.exe)...)
 		for _, a := range c.args {
 			b = append(b, ' ')
-			b = append(b, shellquote.Quote(a)...)
+			b = append(b, c.word(a)...)
 		}
 		return b, nil
+	}
+	// An application template places EXECUTABLE and ARGUMENTS where its author chose
+	// (maybe inside quotes), so a word expanded on the target cannot be handed to it.
+	for _, s := range append([]string{c.exe}, c.args...) {
+		if c.usesReserved(s) {
+			return nil, fmt.Errorf("application %s: the executable and arguments of a job run by an application template cannot hold a reserved substitution (%q)", app.Name, s)
+		}
 	}
 	t := c.t.prof.Template(app.Template)
 	inv := t.Invocation("")
