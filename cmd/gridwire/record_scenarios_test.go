@@ -325,6 +325,7 @@ var scenarios = []scenario{
 		for _, id := range ids[1:] {
 			r.expect(id, events.StatusSucceeded)
 		}
+		r.expect(ids[0], events.StatusSucceeded)
 	}},
 	{"jrdl-multi-job", "a JRDL document of two jobs: its parent record and both jobs, one succeeding, one failing", func(r *recorder) {
 		ids := r.open().submit("jobs.jrdl", jrdlTwoJobs)
@@ -333,6 +334,23 @@ var scenarios = []scenario{
 		}
 		r.expect(ids[1], events.StatusSucceeded)
 		r.expect(ids[2], events.StatusFailed, exitedWith(1))
+		r.expect(ids[0], events.StatusFailed)
+	}},
+	{"group-cancel", "a JRDL document of two running jobs, cancelled on its parent record: both children and the parent CANCELLED", func(r *recorder) {
+		ids := r.open().submit("jobs.jrdl", jrdlTwoSleepers)
+		r.status(ids[1], events.StatusRunning)
+		r.status(ids[2], events.StatusRunning)
+		r.status(ids[0], events.StatusRunning)
+		r.request(ids[0], events.CancelRequested)
+		r.expect(ids[1], events.StatusCancelled)
+		r.expect(ids[2], events.StatusCancelled)
+		r.expect(ids[0], events.StatusCancelled)
+	}},
+	{"coallocated-subjob-fails", "a JRDL job of two co-allocated subjobs started together; one exits 1, the other is ended, the parent FAILED", func(r *recorder) {
+		ids := r.open().submit("subjobs.jrdl", jrdlCoallocated)
+		r.expect(ids[2], events.StatusFailed, exitedWith(1))
+		r.expect(ids[1], events.StatusCancelled)
+		r.expect(ids[0], events.StatusFailed)
 	}},
 	{"many-jobs-mixed", "four jobs at once, interleaved in one stream: success, exit 3, cancelled, held and resumed", func(r *recorder) {
 		r.open()
@@ -462,6 +480,31 @@ const jrdlTwoJobs = `<?xml version="1.0" encoding="UTF-8"?>
   </job>
   <job>
     <executable><path><stringElement value="/bin/false"/></path></executable>
+  </job>
+</jrdl>
+`
+
+const jrdlTwoSleepers = `<jrdl>
+  <job><executable><path><stringElement value="/bin/sleep"/></path></executable>
+    <arguments><stringArray><string><stringElement value="60"/></string></stringArray></arguments></job>
+  <job><executable><path><stringElement value="/bin/sleep"/></path></executable>
+    <arguments><stringArray><string><stringElement value="60"/></string></stringArray></arguments></job>
+</jrdl>
+`
+
+// jrdlCoallocated is one job split into two subjobs: the first sleeps until it is ended,
+// the second fails once both have started.
+const jrdlCoallocated = `<jrdl>
+  <job>
+    <executable><path><stringElement value="/bin/sh"/></path></executable>
+    <subjob>
+      <arguments><stringArray><string><stringElement value="-c"/></string>
+        <string><stringElement value="sleep 60"/></string></stringArray></arguments>
+    </subjob>
+    <subjob>
+      <arguments><stringArray><string><stringElement value="-c"/></string>
+        <string><stringElement value="exit 1"/></string></stringArray></arguments>
+    </subjob>
   </job>
 </jrdl>
 `
