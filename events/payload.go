@@ -57,7 +57,9 @@ type IncarnatedData struct {
 	// SHA256) with mode 0700 before any script that uses it runs.
 	StaticScripts map[string]Script `json:"static_scripts,omitempty"`
 	// Substituted holds the job's values after {taskid}, {queue} and {lrms} substitution,
-	// by field (executable, arguments.N, environment.NAME, directory), where they changed.
+	// by field (executable, arguments.N, environment.NAME, directory, default_storage_base,
+	// stdin, stdout.N, stderr.N, stage_in.N.from/.to, stage_out.N.from/.to, cleanup.N), where
+	// they changed; the stager moves these values.
 	Substituted map[string]string `json:"substituted,omitempty"`
 }
 

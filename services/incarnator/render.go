@@ -459,5 +459,8 @@ func substituted(job *events.Job, vars map[string]string) map[string]string {
 		add("stage_out."+strconv.Itoa(i)+".from", f.From)
 		add("stage_out."+strconv.Itoa(i)+".to", f.To)
 	}
+	for i, c := range job.Cleanup {
+		add("cleanup."+strconv.Itoa(i), c)
+	}
 	return out
 }

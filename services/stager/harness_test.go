@@ -85,6 +85,14 @@ func (w testWriter) Write(p []byte) (int, error) {
 // which is returned (on this machine; an ssh cluster's is a path on its host).
 func (e *env) incarnate(job events.Job, cluster, workDir string) string {
 	e.t.Helper()
+	return e.incarnateWith(job, events.IncarnatedData{Cluster: cluster, WorkDir: workDir})
+}
+
+// incarnateWith is incarnate with the whole incarnation given (Substituted, Queue...);
+// an empty WorkDir is a fresh one.
+func (e *env) incarnateWith(job events.Job, inc events.IncarnatedData) string {
+	e.t.Helper()
+	workDir := inc.WorkDir
 	ctx := context.Background()
 	if job.ID == "" {
 		job.ID = events.NewID()
@@ -102,7 +110,8 @@ func (e *env) incarnate(job events.Job, cluster, workDir string) string {
 	if _, err := e.store.Create(ctx, sub); err != nil {
 		e.t.Fatal(err)
 	}
-	e.append(job.ID, events.Incarnated, "", events.IncarnatedData{Cluster: cluster, WorkDir: workDir})
+	inc.WorkDir = workDir
+	e.append(job.ID, events.Incarnated, "", inc)
 	return job.ID
 }
 

@@ -15,6 +15,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -266,11 +268,53 @@ func (s *stager) copier() copier {
 	return copier{limit: s.cfg.MaxFileBytes, idle: s.cfg.IdleTimeout, parallel: s.cfg.Parallel}
 }
 
+// jobOf is the job as its target sees it: the description with the values the
+// incarnator substituted ({taskid}, {queue}, {lrms} in v3) put in place, so the stager
+// moves the files the job's script reads and writes, not the literal placeholders.
 func jobOf(st events.State) events.Job {
 	if st.Job == nil {
 		return events.Job{ID: st.JobID}
 	}
-	return *st.Job
+	if st.Incarnation == nil {
+		return *st.Job
+	}
+	return withSubstituted(*st.Job, st.Incarnation.Substituted)
+}
+
+// withSubstituted returns a copy of the job with each value the incarnation recorded as
+// substituted (by field: executable, default_storage_base, stdin, stdout.N, stderr.N,
+// stage_in.N.from, stage_in.N.to, stage_out.N.from, stage_out.N.to, cleanup.N) in place.
+// The job's own lists are not changed.
+func withSubstituted(job events.Job, sub map[string]string) events.Job {
+	if len(sub) == 0 {
+		return job
+	}
+	set := func(key string, v *string) {
+		if s, ok := sub[key]; ok {
+			*v = s
+		}
+	}
+	set("executable", &job.Executable)
+	set("default_storage_base", &job.DefaultStorageBase)
+	set("stdin", &job.Stdin)
+	list := func(name string, l []string) []string {
+		out := slices.Clone(l)
+		for i := range out {
+			set(name+"."+strconv.Itoa(i), &out[i])
+		}
+		return out
+	}
+	job.Stdout, job.Stderr, job.Cleanup = list("stdout", job.Stdout), list("stderr", job.Stderr), list("cleanup", job.Cleanup)
+	copies := func(name string, l []events.FileCopy) []events.FileCopy {
+		out := slices.Clone(l)
+		for i := range out {
+			set(name+"."+strconv.Itoa(i)+".from", &out[i].From)
+			set(name+"."+strconv.Itoa(i)+".to", &out[i].To)
+		}
+		return out
+	}
+	job.StageIn, job.StageOut = copies("stage_in", job.StageIn), copies("stage_out", job.StageOut)
+	return job
 }
 
 // stageIn makes the working directory, records the plan, moves every file in, and
