@@ -21,6 +21,10 @@ type Job struct {
 	Children []string `json:"children,omitempty"`
 	// Submitter is the principal that handed the job in.
 	Submitter string `json:"submitter,omitempty"`
+	// IdempotencyKey is the key the submitter gave the submission that created the job:
+	// a retry with the same key returns this job instead of creating another. Kept in
+	// the log, so the record of keys can always be rebuilt from it.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// Original is the description as it was handed in (kept once, on the parent record
 	// when there is one; children point at it with Parent and Original.Index).
 	Original Original `json:"original"`

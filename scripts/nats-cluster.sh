@@ -124,9 +124,10 @@ lines() { printf '%s\n' "$@"; }
   echo "      { user: operator, password: \$$(envname operator) }"
   perms gateway "$(lines "${read_api[@]}" "${ordered[@]}" 'jobs.>' 'gridwire.>' '$JS.API.STREAM.CREATE.JOBS' \
     '$JS.API.STREAM.UPDATE.JOBS' '$JS.API.CONSUMER.CREATE.JOBS.>' '$JS.API.CONSUMER.MSG.NEXT.JOBS.*' \
-    '$JS.ACK.JOBS.>'; kv gridwire-jobs write; kv gridwire-watch write; obj gridwire-uploads write)" 'gridwire.>'
+    '$JS.ACK.JOBS.>'; kv gridwire-jobs write; kv gridwire-watch write; kv gridwire-idempotency write
+    obj gridwire-uploads write)" 'gridwire.>'
   perms ingest "$(lines "${read_api[@]}" 'jobs.*.submitted._' 'jobs.*.cancel_requested.*' 'jobs.*.hold_requested.*' \
-    'jobs.*.resume_requested.*'; obj gridwire-uploads write)" 'gridwire.api.submit'
+    'jobs.*.resume_requested.*'; kv gridwire-idempotency write; obj gridwire-uploads write)" 'gridwire.api.submit'
   perms incarnator "$(lines "${read_api[@]}"; events_of '*' incarnated failed cancelled; durable incarnator 'jobs.*.submitted.*')"
   perms stager "$(lines "${read_api[@]}"; events_of '*' staging_in transfer queued staged_out failed cancelled
     durable stager-in 'jobs.*.incarnated.*'; durable stager-out 'jobs.*.exited.*'; obj gridwire-uploads)"

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/pkg/httpapi"
+	"github.com/gridwire/gridwire/services/ingest"
 	"github.com/spf13/pflag"
 )
 
@@ -86,7 +87,10 @@ func (c *client) send(req *http.Request) (*http.Response, error) {
 		if req.Context().Err() != nil {
 			return nil, req.Context().Err()
 		}
-		retry := attempt < attempts && (req.Body == nil || req.GetBody != nil) && (notSent(err) || req.Method == http.MethodGet)
+		// A request with an idempotency key may be sent again even if it reached the
+		// server: a repeat returns what the first did.
+		again := notSent(err) || req.Method == http.MethodGet || req.Header.Get(ingest.HeaderIdempotencyKey) != ""
+		retry := attempt < attempts && (req.Body == nil || req.GetBody != nil) && again
 		if !retry {
 			return nil, &unreachableError{server: c.base, attempts: attempt, err: err}
 		}

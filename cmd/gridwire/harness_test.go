@@ -55,7 +55,7 @@ func newHarnessWith(t *testing.T, cfg cluster.Config, services ...string) *harne
 	}
 	h.client = cl
 	h.store = events.NewStore(cl.Conn, cl.JS, "test/harness")
-	if h.submit, err = ingest.New(ingest.Config{}, ingest.Deps{Store: h.store, Check: vetJob}); err != nil {
+	if h.submit, err = ingest.New(ingest.Config{}, ingest.Deps{Store: h.store, Check: vetJob, Keys: ingest.KVKeys{JS: cl.JS}}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(h.close)

@@ -206,7 +206,8 @@ func (c *natsCluster) serve(t *testing.T, bin string) *gateway {
 	t.Helper()
 	addr := freeAddr(t)
 	data := t.TempDir()
-	cmd := c.gridwire(bin, "gateway", "serve", "--data", data, "--http", addr, "--log-level", "warn")
+	// CI runs as root: the built-in fork cluster's jobs run as root knowingly.
+	cmd := c.gridwire(bin, "gateway", "serve", "--data", data, "--http", addr, "--log-level", "warn", "--allow-root-jobs")
 	logf, err := os.Create(filepath.Join(data, "serve.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -257,10 +258,16 @@ func tail(b []byte, n int) []byte {
 	return b
 }
 
-// submit posts one description; the client's request is bounded.
-func (g *gateway) submit(doc string) ([]string, error) {
+// submit posts one description with its idempotency key; the request is bounded.
+func (g *gateway) submit(doc, key string) ([]string, error) {
 	client := &http.Client{Timeout: 15 * time.Second}
-	resp, err := client.Post(g.http+"/v1/jobs", "application/json", strings.NewReader(doc))
+	req, err := http.NewRequest(http.MethodPost, g.http+"/v1/jobs", strings.NewReader(doc))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -357,7 +364,8 @@ func TestE2ENATSClusterServe(t *testing.T) {
 	g := c.serve(t, bin)
 	// Beside the gateway's own executor, one that runs as the local cluster's executor
 	// role: it shares the work, so its permissions must let it do all of its part.
-	x := c.gridwire(bin, "executor-local", "executor", "--cluster", "local", "--data", t.TempDir(), "--log-level", "warn")
+	x := c.gridwire(bin, "executor-local", "executor", "--cluster", "local", "--data", t.TempDir(), "--log-level", "warn",
+		"--allow-root-jobs")
 	var xlog bytes.Buffer
 	x.Stdout, x.Stderr = &xlog, &xlog
 	if err := x.Start(); err != nil {
@@ -368,7 +376,7 @@ func TestE2ENATSClusterServe(t *testing.T) {
 	t.Cleanup(func() { _ = x.Process.Kill(); <-xdone })
 	var ids []string
 	for i := range jobs {
-		got, err := g.submit(jobDoc(i))
+		got, err := g.submit(jobDoc(i), fmt.Sprintf("serve-%d", i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -387,7 +395,11 @@ func TestE2ENATSClusterServe(t *testing.T) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	for _, s := range []string{"JOBS", "KV_gridwire-jobs", "KV_gridwire-watch"} {
+	// A repeat of the first submission with its key returns its job and appends nothing.
+	if again, err := g.submit(jobDoc(0), "serve-0"); err != nil || len(again) != 1 || again[0] != ids[0] {
+		t.Errorf("the first submission repeated with its key: %v (%v), want [%s]", again, err, ids[0])
+	}
+	for _, s := range []string{"JOBS", "KV_gridwire-jobs", "KV_gridwire-watch", "KV_gridwire-idempotency"} {
 		if n := replicasOf(t, js, s); n != 3 {
 			t.Errorf("stream %s has %d replicas on a three-node cluster, want 3", s, n)
 		}
@@ -437,7 +449,8 @@ func TestE2ENATSClusterFaults(t *testing.T) {
 		pace := faultFor / time.Duration(jobs)
 		for i := range jobs {
 			for attempt := 0; ; attempt++ {
-				got, err := g.submit(jobDoc(i))
+				// A retry after a lost answer carries the same key: it may have landed.
+				got, err := g.submit(jobDoc(i), fmt.Sprintf("r4-%d", i))
 				if err == nil {
 					mu.Lock()
 					ids, lastAck = append(ids, got...), time.Now()

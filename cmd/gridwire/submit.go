@@ -27,26 +27,29 @@ import (
 func submitCmd(e *env) *cobra.Command {
 	f := &clientFlags{}
 	var wait, follow bool
-	var format string
+	var format, key string
 	cmd := &cobra.Command{
 		Use:   "submit FILE...",
 		Short: "submit job descriptions; prints the job IDs",
 		Long: "submit sends each file to the server, which accepts it whole or refuses it with every problem\n" +
 			"it found. Local input files a description names are uploaded with it. With several files, a\n" +
-			"refused one does not stop the others, and a summary says which were refused.",
+			"refused one does not stop the others, and a summary says which were refused. Each file goes\n" +
+			"with an idempotency key (a fresh one per file, or --idempotency-key KEY, KEY:2, KEY:3 ... for\n" +
+			"the files after the first), so a submission retried after a lost answer creates nothing twice.",
 		Example: `  gridwire submit examples/hello.json
   gridwire submit --wait job.xml           # exit 0 only if every job succeeded
   gridwire submit --follow topology.xml    # every event of every job as it happens
   gridwire submit *.json --json`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
-			return submit(cmd.Context(), e, f, files, format, wait || follow, follow)
+			return submit(cmd.Context(), e, f, files, format, key, wait || follow, follow)
 		},
 	}
 	f.register(cmd.Flags(), e)
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait for every job's terminal state; exit 0 only if all succeeded")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "like --wait, printing each job's events as they happen")
 	cmd.Flags().StringVar(&format, "format", "", "force the format (v3-json, v3-yaml, jrdl, dds)")
+	cmd.Flags().StringVar(&key, "idempotency-key", "", "the submission's key (default: a fresh one per file); the same key again returns the same jobs")
 	return cmd
 }
 
@@ -57,7 +60,7 @@ type accepted struct {
 	Error  map[string]any `json:"error,omitempty"` // why the file was refused
 }
 
-func submit(ctx context.Context, e *env, f *clientFlags, files []string, format string, wait, follow bool) error {
+func submit(ctx context.Context, e *env, f *clientFlags, files []string, format, key string, wait, follow bool) error {
 	c, err := f.client(e)
 	if err != nil {
 		return err
@@ -65,8 +68,11 @@ func submit(ctx context.Context, e *env, f *clientFlags, files []string, format 
 	var runnable []string
 	var all []accepted
 	var refused []error
-	for _, file := range files {
-		acc, err := submitFile(ctx, e, c, file, format)
+	if err := ingest.CheckKey(key); err != nil {
+		return invalidErrorf("--idempotency-key: %v", err)
+	}
+	for i, file := range files {
+		acc, err := submitFile(ctx, e, c, file, format, fileKey(key, i))
 		if err != nil {
 			var ue *unreachableError
 			if len(files) == 1 || errors.As(err, &ue) || ctx.Err() != nil {
@@ -115,7 +121,7 @@ func submit(ctx context.Context, e *env, f *clientFlags, files []string, format 
 
 // submitFile submits one description: refused before anything is sent when it is over
 // the size a server accepts.
-func submitFile(ctx context.Context, e *env, c *client, file, format string) (accepted, error) {
+func submitFile(ctx context.Context, e *env, c *client, file, format, key string) (accepted, error) {
 	var acc accepted
 	if fi, err := os.Stat(file); err != nil {
 		return acc, err
@@ -141,6 +147,7 @@ func submitFile(ctx context.Context, e *env, c *client, file, format string) (ac
 			return err
 		}
 		req.Header.Set(ingest.HeaderUploads, string(h))
+		req.Header.Set(ingest.HeaderIdempotencyKey, key)
 		return c.exchange(req, &acc)
 	}
 	// The server parses the description and says which local inputs it names; they are
@@ -318,4 +325,16 @@ func contentTypeOf(file string) string {
 		return "application/xml"
 	}
 	return ""
+}
+
+// fileKey is the idempotency key of the i-th file: the given key (KEY, KEY:2, KEY:3 ...)
+// or, without one, a fresh key made for this file now.
+func fileKey(key string, i int) string {
+	switch {
+	case key == "":
+		return "gridwire-submit:" + events.NewID()
+	case i == 0:
+		return key
+	}
+	return fmt.Sprintf("%s:%d", key, i+1)
 }

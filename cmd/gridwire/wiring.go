@@ -287,7 +287,8 @@ func (s *system) start(ctx context.Context, g *errgroup.Group, names []string, o
 		}
 		switch name {
 		case "ingest":
-			deps := ingest.Deps{Conn: c.nc, Store: c.store, Events: c.store, Auth: s.auth, Logger: log, Now: now, Check: vetJob}
+			deps := ingest.Deps{Conn: c.nc, Store: c.store, Events: c.store, Auth: s.auth, Logger: log, Now: now, Check: vetJob,
+				Keys: ingest.KVKeys{JS: c.js}}
 			if s.ingest, err = ingest.New(ingest.Config{}, deps); err != nil {
 				return err
 			}

@@ -38,7 +38,8 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	uploads, err := ParseUploads(r.Header.Get(HeaderUploads))
 	if err == nil {
 		acc, err = s.Submit(r.Context(), Submission{File: file, Data: data, ContentType: r.Header.Get("Content-Type"),
-			Format: r.URL.Query().Get("format"), Submitter: httpapi.PrincipalFrom(r.Context()), Uploads: uploads})
+			Format: r.URL.Query().Get("format"), Submitter: httpapi.PrincipalFrom(r.Context()), Uploads: uploads,
+			IdempotencyKey: r.Header.Get(HeaderIdempotencyKey)})
 	}
 	status, body := responseFor(acc, err)
 	if err == nil && len(acc.Jobs) > 0 {
@@ -60,6 +61,8 @@ func responseFor(acc Accepted, err error) (int, []byte) {
 	var pe *ParseError
 	var up *UploadsRequiredError
 	switch {
+	case errors.Is(err, ErrKeyReused):
+		apiErr = &httpapi.Error{Status: http.StatusUnprocessableEntity, Code: "idempotency_key_reused", Detail: err.Error()}
 	case errors.As(err, &up):
 		apiErr = &httpapi.Error{Status: http.StatusConflict, Code: "uploads_required", Detail: up.Error(), Details: up.Names}
 	case errors.As(err, &pe):

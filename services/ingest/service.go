@@ -69,6 +69,8 @@ type Deps struct {
 	// Check, when set, vets every parsed job before anything is appended (the stager's
 	// scheme allow-list, for instance). An error rejects the whole document.
 	Check func(events.Job) error
+	// Keys records idempotency keys; nil refuses submissions that carry one.
+	Keys Keys
 }
 
 // Submission is one document handed in.
@@ -81,6 +83,10 @@ type Submission struct {
 	// Uploads, when not nil, says the description's local inputs are the submitter's
 	// files, uploaded as these objects (see Uploads).
 	Uploads Uploads
+	// IdempotencyKey, when set, makes the submission safe to repeat: the first one with a
+	// key (per submitter) records the job IDs it creates, and every repeat returns them
+	// and appends only what an interrupted earlier attempt did not.
+	IdempotencyKey string
 }
 
 // Accepted lists the IDs a submission created: the parent record first when there is one.
@@ -206,6 +212,12 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Accepted, error) 
 		return Accepted{}, err
 	}
 	Link(jobs, sub.Submitter)
+	keyed := sub.IdempotencyKey != ""
+	if keyed {
+		if err := s.reserve(ctx, sub, jobs); err != nil {
+			return Accepted{}, err
+		}
+	}
 	now := s.deps.Now()
 	acc := Accepted{Jobs: make([]string, 0, len(jobs))}
 	if jobs[0].Kind == events.KindGroup {
@@ -219,7 +231,11 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Accepted, error) 
 		}
 		e.Principal = sub.Submitter
 		if _, err := s.deps.Store.Create(ctx, e); err != nil {
-			return acc, fmt.Errorf("storing job %s: %w", j.ID, err)
+			// A keyed job's ID is its key's alone: if it has a history, an earlier
+			// attempt of this same submission wrote it.
+			if !(keyed && errors.Is(err, events.ErrConflict)) {
+				return acc, fmt.Errorf("storing job %s: %w", j.ID, err)
+			}
 		}
 		acc.Jobs = append(acc.Jobs, j.ID)
 	}
@@ -229,8 +245,17 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Accepted, error) 
 // Link gives every job an ID and ties children to their parent record: a KindGroup job
 // first in the list is the parent of all that follow.
 func Link(jobs []events.Job, submitter string) {
+	ids := make([]string, len(jobs))
+	for i := range ids {
+		ids[i] = events.NewID()
+	}
+	linkIDs(jobs, submitter, ids)
+}
+
+// linkIDs is Link with the IDs given, in order.
+func linkIDs(jobs []events.Job, submitter string, ids []string) {
 	for i := range jobs {
-		jobs[i].ID = events.NewID()
+		jobs[i].ID = ids[i]
 		jobs[i].Submitter = submitter
 	}
 	if len(jobs) == 0 || jobs[0].Kind != events.KindGroup {
@@ -246,7 +271,8 @@ func Link(jobs []events.Job, submitter string) {
 
 func (s *Service) serveNATS(ctx context.Context, m *nats.Msg) {
 	sub := Submission{File: m.Header.Get(HeaderFile), Data: m.Data, ContentType: m.Header.Get("Content-Type"),
-		Format: m.Header.Get(HeaderFormat), Submitter: m.Header.Get(HeaderSubmitter)}
+		Format: m.Header.Get(HeaderFormat), Submitter: m.Header.Get(HeaderSubmitter),
+		IdempotencyKey: m.Header.Get(HeaderIdempotencyKey)}
 	if sub.File == "" {
 		sub.File = "(request)"
 	}
