@@ -202,6 +202,10 @@ type jobView struct {
 	StartedAt   time.Time `json:"started_at"`
 	EndedAt     time.Time `json:"ended_at"`
 	Events      int       `json:"events"`
+	Path        string    `json:"path"`
+	Children    int       `json:"children"`
+	// Group counts a parent record's children by state.
+	Group *events.GroupSummary `json:"group"`
 }
 
 func (c *client) job(ctx context.Context, id string) (jobView, error) {

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/services/executor"
@@ -199,5 +201,56 @@ func TestCoallocatedSubjobWaitsForItsSibling(t *testing.T) {
 	}
 	if p := h.waitEnd(ids[0]); p.Status != events.StatusFailed {
 		t.Fatalf("parent %s, want FAILED", p.Status)
+	}
+}
+
+// status and history of a parent record show its children as a tree, with the counts.
+func TestStatusAndHistoryShowTheGroupTree(t *testing.T) {
+	server := serveCLI(t)
+	ctx := context.Background()
+	doc := writeFile(t, t.TempDir(), "two.jrdl", `<jrdl>
+  <job><executable><path><stringElement value="/bin/true"/></path></executable></job>
+  <job><executable><path><stringElement value="/bin/false"/></path></executable></job>
+</jrdl>`)
+	status, out, errOut := cli(ctx, "submit", "--wait", "--server", server, doc)
+	if status == exitUsage {
+		t.Fatalf("submit: %d %q %q", status, out, errOut)
+	}
+	var parent string
+	var kids []string
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		_, out, _ = cli(ctx, "list", "--server", server, "--json")
+		parent, kids = "", nil
+		var views []jobView
+		if err := json.Unmarshal([]byte(out), &views); err == nil {
+			for _, v := range views {
+				if v.Kind == string(events.KindGroup) && v.Status == string(events.StatusFailed) {
+					parent = v.ID
+				} else if v.Parent != "" {
+					kids = append(kids, v.ID)
+				}
+			}
+		}
+		if parent != "" && len(kids) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no FAILED parent with 2 children listed:\n%s", out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_, out, _ = cli(ctx, "status", "--server", server, parent)
+	if !strings.Contains(out, "2 children: 1 FAILED, 1 SUCCEEDED") || !strings.Contains(out, "children of "+parent) {
+		t.Fatalf("status of the parent:\n%s", out)
+	}
+	_, hist, _ := cli(ctx, "history", "--server", server, parent)
+	for _, k := range kids {
+		if !strings.Contains(out, "└ "+k) || !strings.Contains(hist, "└ "+k) {
+			t.Fatalf("child %s missing from the tree\nstatus:\n%s\nhistory:\n%s", k, out, hist)
+		}
+	}
+	if !strings.Contains(hist, events.Failed.Type()) {
+		t.Fatalf("history of the parent has no failed event:\n%s", hist)
 	}
 }

@@ -33,7 +33,10 @@ func statusCmd(e *env) *cobra.Command {
 			if f.json {
 				return json.NewEncoder(e.stdout).Encode(v)
 			}
-			return printStatus(e, v, newClock(f.utc))
+			if err := printStatus(e, v, newClock(f.utc)); err != nil {
+				return err
+			}
+			return printChildren(cmd.Context(), e, c, v, newClock(f.utc))
 		},
 	}
 	f.register(cmd.Flags(), e)
@@ -54,7 +57,11 @@ func printStatus(e *env, v jobView, clk clock) error {
 	if !v.StartedAt.IsZero() && !v.EndedAt.IsZero() {
 		ran = span(v.EndedAt.Sub(v.StartedAt))
 	}
-	for _, kv := range [][2]string{{"reason", v.Reason}, {"cluster", v.Cluster}, {"native id", v.NativeID},
+	group := ""
+	if v.Group != nil {
+		group = v.Group.String()
+	}
+	for _, kv := range [][2]string{{"reason", v.Reason}, {"group", group}, {"path", v.Path}, {"cluster", v.Cluster}, {"native id", v.NativeID},
 		{"native state", v.NativeState}, {"parent", v.Parent}, {"submitter", v.Submitter},
 		{"submitted", clk.atAgo(v.SubmittedAt)}, {"started", clk.atAgo(v.StartedAt)}, {"ended", clk.atAgo(v.EndedAt)},
 		{"ran for", ran}} {
@@ -65,8 +72,63 @@ func printStatus(e *env, v jobView, clk clock) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if v.Status == string(events.StatusFailed) {
+	if v.Status == string(events.StatusFailed) && v.Kind != string(events.KindGroup) {
 		fmt.Fprintf(e.stdout, "\n`gridwire logs --stderr %s` shows what it printed on standard error\n", v.ID)
+	}
+	return nil
+}
+
+// isGroup reports whether a history is a parent record's (its submitted job is a group).
+func isGroup(evs []events.Event) bool {
+	if len(evs) == 0 || evs[0].Name != events.Submitted {
+		return false
+	}
+	var j events.Job
+	return evs[0].Payload(&j) == nil && j.Kind == events.KindGroup
+}
+
+// printChildren prints a parent record's children as a tree below it, one row a child
+// in document order (a child that is a group itself has its own children indented).
+func printChildren(ctx context.Context, e *env, c *client, v jobView, clk clock) error {
+	if v.Kind != string(events.KindGroup) {
+		return nil
+	}
+	fmt.Fprintf(e.stdout, "\nchildren of %s\n", v.ID)
+	return printTree(ctx, e, c, v.ID, "", clk, 0)
+}
+
+func printTree(ctx context.Context, e *env, c *client, parent, indent string, clk clock, depth int) error {
+	q := url.Values{"parent": {parent}}
+	var kids []jobView
+	for {
+		page, err := c.jobs(ctx, q)
+		if err != nil {
+			return err
+		}
+		kids = append(kids, page.Jobs...)
+		if page.Next == "" {
+			break
+		}
+		q.Set("after", page.Next)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	for _, k := range kids {
+		exit := ""
+		if k.ExitCode != nil {
+			exit = fmt.Sprintf("exit %d", *k.ExitCode)
+		}
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\n", indent+"└ ", k.ID, k.Status, exit, cut(k.Cluster, 12), cut(k.Reason, 60))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, k := range kids {
+		if k.Kind == string(events.KindGroup) && depth < 4 {
+			fmt.Fprintf(e.stdout, "%s  %s:\n", indent, k.ID)
+			if err := printTree(ctx, e, c, k.ID, indent+"  ", clk, depth+1); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -97,7 +159,13 @@ func historyCmd(e *env) *cobra.Command {
 			for _, ev := range evs {
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", ev.Seq, clk.stamp(ev.Time), ev.Name.Type(), ev.Source)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if !isGroup(evs) {
+				return nil
+			}
+			return printChildren(cmd.Context(), e, c, jobView{ID: args[0], Kind: string(events.KindGroup)}, clk)
 		},
 	}
 	f.register(cmd.Flags(), e)

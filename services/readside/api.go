@@ -117,6 +117,8 @@ type JobView struct {
 	Path       string `json:"path,omitempty"`
 	Collection string `json:"collection,omitempty"`
 	Children   int    `json:"children,omitempty"`
+	// Group counts a parent record's children by state, as of its last move.
+	Group *events.GroupSummary `json:"group,omitempty"`
 	// Refused names the first event of the history the fold does not accept (a history
 	// written around the store); the state is the fold of the events before it.
 	// `gridwire audit verify` says more.
@@ -135,7 +137,7 @@ func ViewOf(st events.State) JobView {
 			v.Collection = st.Job.DDS.CollectionPath
 		}
 		if st.Job.Kind == events.KindGroup {
-			v.Children = len(st.Job.Children)
+			v.Children, v.Group = len(st.Job.Children), st.Group
 		}
 	}
 	return v
