@@ -56,6 +56,7 @@ func (d *decoder) attribute(el *xmltree.Element, job *events.Job, sc *scope, atJ
 		if n, ok := d.integer(el, path); ok {
 			job.Count = int(n)
 			sc.counts.coalloc, sc.counts.haveCo = n, true
+			sc.counts.coLine, sc.counts.coCol = el.Line, el.Col
 			job.Requirements.Processors = n
 			job.Requirements.SetOrigin("processors", origin(el, path))
 		}

@@ -103,7 +103,8 @@ type scope struct {
 type counts struct {
 	coalloc, resource int64
 	haveCo, haveRes   bool
-	line, col         int
+	line, col         int // the resource count's position
+	coLine, coCol     int // the co-allocation count's position
 }
 
 func (c *counts) check(d *decoder, path string) {
@@ -130,6 +131,9 @@ func (d *decoder) job(el *xmltree.Element, index int) ([]events.Job, bool) {
 	}
 	d.checkTimes(el, &base, path)
 	sc.counts.check(d, path)
+	if base.JobType == events.JobHTC {
+		return d.htc(el, base, subs, sc), true
+	}
 	if len(subs) == 0 {
 		base.Original.Path = path
 		base.Substitutions = reservedUsed(sc.reserved)
@@ -374,6 +378,71 @@ func (d *decoder) many(el *xmltree.Element, path, name string) []*xmltree.Elemen
 			continue
 		}
 		out = append(out, c)
+	}
+	return out
+}
+
+// MaxHTCInstances bounds the jobs one htc job becomes: each is a record in the log and a
+// process on a target.
+const MaxHTCInstances = 1000
+
+// htc splits a high-throughput job into independent instances, as the spec's Figure 5
+// reads: the job's count is how many instances run; each <subjob> is one instance with
+// its own attributes over the job's, and the instances left over run the job's own. An
+// instance has one processor unless its subjob says otherwise, and instances are not
+// co-allocated (each runs when and where it can).
+func (d *decoder) htc(el *xmltree.Element, base events.Job, subs []*xmltree.Element, sc *scope) []events.Job {
+	path := sc.path
+	n := int(sc.counts.coalloc)
+	if sc.counts.haveRes {
+		n = int(sc.counts.resource)
+	}
+	if !sc.counts.haveCo && !sc.counts.haveRes {
+		n = max(1, len(subs))
+	}
+	line, col := el.Line, el.Col
+	if sc.counts.haveRes {
+		line, col = sc.counts.line, sc.counts.col
+	} else if sc.counts.haveCo {
+		line, col = sc.counts.coLine, sc.counts.coCol
+	}
+	switch {
+	case n < len(subs) || n < 1:
+		d.list.Addf(line, col, path+"/count", "an htc job's count is its number of instances: %d is fewer than its %d subjobs", n, len(subs))
+		return nil
+	case n > MaxHTCInstances:
+		d.list.Addf(line, col, path+"/count", "an htc job's count is its number of instances: %d is over the limit of %d", n, MaxHTCInstances)
+		return nil
+	}
+	base.Count, base.Requirements.Processors = 1, 0
+	delete(base.Requirements.Origins, "processors")
+	if base.Coallocation != nil {
+		base.Coallocation.Group, base.Coallocation.Size, base.Coallocation.TotalCount = 0, 0, 0
+	}
+	out := make([]events.Job, 0, n)
+	for k, s := range subs {
+		spath := path + "/subjob[" + strconv.Itoa(k) + "]"
+		d.plainAttrs(s, spath)
+		job := clone(base)
+		subScope := &scope{defs: sc.defs, path: spath, reserved: copySet(sc.reserved), counts: &counts{}}
+		for _, c := range s.Children {
+			if c.Name == "subjob" || c.Name == "substitutionDef" {
+				d.list.Addf(c.Line, c.Col, spath+"/"+c.Name, "not allowed inside <subjob>")
+				continue
+			}
+			d.attribute(c, &job, subScope, false)
+		}
+		d.checkTimes(s, &job, spath)
+		subScope.counts.check(d, spath)
+		job.Original.Path = spath
+		job.Substitutions = reservedUsed(subScope.reserved)
+		out = append(out, job)
+	}
+	for k := len(subs); k < n; k++ {
+		job := clone(base)
+		job.Original.Path = path + "/instance[" + strconv.Itoa(k) + "]"
+		job.Substitutions = reservedUsed(sc.reserved)
+		out = append(out, job)
 	}
 	return out
 }
