@@ -741,3 +741,70 @@ func (c *natsCluster) startedBy(t *testing.T, ids []string, suffix string) int {
 	}
 	return n
 }
+
+// R2: the gateway (`serve --nats-url`) is killed with SIGKILL again and again during a
+// burst of submissions; the client retries each submission with its idempotency key
+// until it is acknowledged, against whichever gateway runs. Every acknowledged
+// submission is in the log once, every job ends. Short: 5 kills, 150 jobs; long
+// (GRIDWIRE_E2E_LONG=1): 20 kills, 1,000 jobs.
+func TestE2EGatewayKills(t *testing.T) {
+	kills, jobs := 5, 150
+	if long() {
+		kills, jobs = 20, 1000
+	}
+	c := startNATSCluster(t)
+	bin := buildBinary(t)
+	var mu sync.Mutex
+	g := c.serve(t, bin)
+	current := func() *gateway { mu.Lock(); defer mu.Unlock(); return g }
+
+	var ids []string
+	var retries int
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range jobs {
+			for attempt := 0; ; attempt++ {
+				got, err := current().submit(jobDoc(i), fmt.Sprintf("r2-%d", i))
+				if err == nil {
+					mu.Lock()
+					ids, retries = append(ids, got...), retries+attempt
+					mu.Unlock()
+					break
+				}
+				if attempt > 600 {
+					t.Errorf("job %d: no acknowledgement after %d tries: %v", i, attempt, err)
+					return
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+	}()
+	for k := 0; k < kills; k++ {
+		time.Sleep(time.Duration(500+k*137%700) * time.Millisecond)
+		old := current()
+		_ = old.cmd.Process.Kill()
+		<-old.done
+		next := c.serve(t, bin)
+		mu.Lock()
+		g = next
+		mu.Unlock()
+	}
+	<-done
+	mu.Lock()
+	acked := append([]string(nil), ids...)
+	mu.Unlock()
+	final, stuck := current().waitTerminal(acked, 5*time.Minute)
+	failed := 0
+	for _, s := range final {
+		if s != "SUCCEEDED" {
+			failed++
+		}
+	}
+	inv := c.invariants(t, bin, acked)
+	t.Logf("R2: gateway kills %d, jobs %d, client retries %d, failed %d, stuck %d; invariants: %s",
+		kills, len(acked), retries, failed, stuck, inv)
+	if len(acked) != jobs || stuck > 0 || failed > 0 {
+		t.Errorf("%d of %d acknowledged, %d stuck, %d failed", len(acked), jobs, stuck, failed)
+	}
+}
