@@ -186,8 +186,8 @@ func TestCoallocatedSubjobWaitsForItsSibling(t *testing.T) {
 	}
 	// One sibling failing while both run ends the other.
 	h.release(b, "4")
-	if st := h.waitEnd(a); st.Status != events.StatusCancelled {
-		t.Fatalf("running sibling %s %q, want CANCELLED", st.Status, st.Reason)
+	if st := h.waitEnd(a); st.Status != events.StatusCancelled || !strings.Contains(st.Reason, "co-allocated subjob "+b+" (job[0]/subjob[1]) FAILED: exit code 4") {
+		t.Fatalf("running sibling %s %q, want CANCELLED naming subjob %s and its exit code", st.Status, st.Reason, b)
 	}
 	asked := false
 	for _, e := range h.history(a) {

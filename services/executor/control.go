@@ -88,12 +88,20 @@ func (x *executor) control(ctx context.Context, d events.Delivery) error {
 	if err != nil {
 		return err
 	}
-	return x.act(ctx, st)
+	var n events.Note
+	if d.Event.Name != events.CancelRequested || d.Event.Payload(&n) != nil {
+		n.Reason = ""
+	}
+	return x.actFor(ctx, st, n.Reason)
 }
 
 // act carries out the request the job's state holds, if any, and records the result:
 // cancelled, held or resumed, or action_failed with the script's output.
-func (x *executor) act(ctx context.Context, st events.State) error {
+func (x *executor) act(ctx context.Context, st events.State) error { return x.actFor(ctx, st, "") }
+
+// actFor is act with the reason the request gave, kept on the cancelled event (a
+// co-allocated subjob ended because its sibling failed says which and why).
+func (x *executor) actFor(ctx context.Context, st events.State, why string) error {
 	a, ok := pending(st)
 	if !ok {
 		return nil
@@ -112,6 +120,9 @@ func (x *executor) act(ctx context.Context, st events.State) error {
 		var payload any = events.Note{Action: a.script, Output: strings.TrimSpace(string(out.Stdout))}
 		if a.done == events.Cancelled {
 			payload = events.EndData{Reason: "cancelled on request"}
+			if why != "" {
+				payload = events.EndData{Reason: "cancelled on request: " + why}
+			}
 		}
 		e, err := events.New(s.JobID, a.done, x.cfg.Cluster.Name, x.deps.Now(), payload)
 		return []events.Event{e}, err
