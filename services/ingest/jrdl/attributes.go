@@ -17,6 +17,7 @@ func (d *decoder) attribute(el *xmltree.Element, job *events.Job, sc *scope, atJ
 	switch el.Name {
 	case "executable":
 		job.Executable, _ = d.path(el, at)
+		d.checkRemoteExecutable(el, job.Executable, path)
 	case "directory":
 		job.Directory, _ = d.path(el, at)
 	case "stdin":

@@ -62,8 +62,12 @@ func Decode(root *xmltree.Element) ([]events.Job, []diag.Problem) {
 		return nil, d.list.Problems
 	}
 	if len(jobs) == 1 && !subjobs {
+		stageExecutable(&jobs[0])
 		jobs[0].Original.Path = ""
 		return jobs, nil
+	}
+	for i := range jobs {
+		stageExecutable(&jobs[i])
 	}
 	parent := events.Job{Kind: events.KindGroup, Name: "jrdl"}
 	return append([]events.Job{parent}, jobs...), nil
