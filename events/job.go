@@ -44,7 +44,7 @@ type Job struct {
 	JobType JobType `json:"job_type,omitempty"` // single, mpi, xmpi, htc
 
 	DefaultStorageBase  string     `json:"default_storage_base,omitempty"`
-	MaxTransferAttempts int        `json:"max_transfer_attempts,omitempty"`
+	MaxTransferAttempts int        `json:"max_transfer_attempts,omitempty"` // tries of each file in all (v3: its retries + 1); 0: the stager's default
 	StageIn             []FileCopy `json:"stage_in,omitempty"`
 	StageOut            []FileCopy `json:"stage_out,omitempty"`
 	Cleanup             []string   `json:"cleanup,omitempty"`

@@ -149,10 +149,10 @@ var scenarios = []scenario{
 		r.expect(id, events.StatusSucceeded)
 		r.has(id, events.Transfer, 2)
 	}},
-	{"stage-in-exhausted", "an HTTP input that keeps failing: its budget of 2 attempts is spent and the job FAILS before it runs", func(r *recorder) {
+	{"stage-in-exhausted", "an HTTP input that keeps failing: its budget of 2 attempts (v3: one retry) is spent and the job FAILS before it runs", func(r *recorder) {
 		url := r.files(100, map[string]string{"/input.txt": "never\n"})
 		id := r.openStaging("").v3(map[string]any{"executable": "/bin/true",
-			"input_files": map[string]string{"input.txt": url + "/input.txt"}, "max_transfer_attempts": 2})
+			"input_files": map[string]string{"input.txt": url + "/input.txt"}, "max_transfer_attempts": 1})
 		r.expect(id, events.StatusFailed, neverStarted)
 		r.has(id, events.Transfer, 2)
 	}},

@@ -109,8 +109,10 @@ func (d *decoder) topLevel(root *tree.Node, job *events.Job) {
 				if n < 0 {
 					d.list.Add(v.Line, v.Col, "max_transfer_attempts", "must not be negative")
 				}
-				d.attempts = n
-				job.MaxTransferAttempts = n
+				// v3 counts retries after a failed transfer; the canonical job counts
+				// attempts, so 0 (no retry) is one attempt and n retries are n+1.
+				d.attempts = n + 1
+				job.MaxTransferAttempts = n + 1
 			}
 		case "requirements":
 			job.Requirements = d.requirements(v)
