@@ -90,6 +90,8 @@ func TestE2EOpenSSHCluster(t *testing.T) {
 		t.Fatalf("state %s (%s), want CANCELLED", st.Status, st.Reason)
 	}
 	h.assertCleanHistory(id)
+
+	t.Run("JRDL times and reserved names", func(t *testing.T) { checkJRDLRunTime(t, h) })
 }
 
 // slurmCluster is the single-node Slurm that .ci/e2e started, reached from this host.
@@ -183,6 +185,8 @@ func TestE2ESlurm(t *testing.T) {
 		}
 		h.assertCleanHistory(id)
 	})
+
+	t.Run("JRDL times and reserved names", func(t *testing.T) { checkJRDLRunTime(t, h) })
 }
 
 // waitUntil polls cond; the bound only keeps a broken test from hanging.
