@@ -250,9 +250,10 @@ func versionSatisfies(have, op, want string) bool {
 	return false
 }
 
-// compareVersions orders versions piece by piece: runs of digits compare as numbers,
-// runs of letters as text, separators only separate; when one runs out first, it is the
-// lower ("6" < "6.0.1") unless what follows is a letter tag ("1.0rc1" < "1.0").
+// compareVersions orders versions piece by piece: runs of digits compare as numbers
+// (007 == 7, 10 > 9), runs of letters as text, separators only separate. When one runs
+// out first, the missing numbers are zeros (6 == 6.0, 7.1 == 7.1.0, 6 < 6.0.1); a letter
+// tag after the shared part makes the longer one earlier (1.0rc1 < 1.0).
 func compareVersions(a, b string) int {
 	pa, pb := versionPieces(a), versionPieces(b)
 	for i := 0; i < len(pa) && i < len(pb); i++ {
@@ -262,20 +263,25 @@ func compareVersions(a, b string) int {
 	}
 	switch {
 	case len(pa) < len(pb):
-		return -tail(pb[len(pa)])
+		return -tail(pb[len(pa):])
 	case len(pa) > len(pb):
-		return tail(pa[len(pb)])
+		return tail(pa[len(pb):])
 	}
 	return 0
 }
 
-// tail orders a version that goes on past another's end: more numbers make it later
-// (6.0 > 6), a letter tag earlier (1.0rc1 < 1.0).
-func tail(next string) int {
-	if next[0] >= '0' && next[0] <= '9' {
-		return 1
+// tail orders a version that goes on past another's end: zeros add nothing (6.0 == 6), a
+// later non-zero number makes it later (6.0.1 > 6), a letter tag earlier (1.0rc1 < 1.0).
+func tail(rest []string) int {
+	for _, p := range rest {
+		if p[0] < '0' || p[0] > '9' {
+			return -1
+		}
+		if strings.TrimLeft(p, "0") != "" {
+			return 1
+		}
 	}
-	return -1
+	return 0
 }
 
 func versionPieces(v string) []string {

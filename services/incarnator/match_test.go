@@ -93,6 +93,8 @@ func TestMatching(t *testing.T) {
 		{name: "software by name", req: events.Requirements{Software: []events.SoftwareConstraint{{Name: "abinit"}}}, want: "hpc"},
 		{name: "software > version", req: events.Requirements{Software: []events.SoftwareConstraint{{Name: "mvapich"}, {Name: "abinit", Op: ">", Version: "6"}, {Name: "orca", Op: "==", Version: "2.6.35"}}}, want: "hpc"},
 		{name: "software <= picks the old one", req: events.Requirements{Software: []events.SoftwareConstraint{{Name: "abinit", Op: "<=", Version: "6.0.0"}}}, want: "old"},
+		{name: "software == 6 is 6.0 (missing components are zeros)", req: events.Requirements{Software: []events.SoftwareConstraint{{Name: "abinit", Op: "==", Version: "6"}}}, want: "old"},
+		{name: "software 6.0 does not satisfy > 6", req: events.Requirements{Software: []events.SoftwareConstraint{{Name: "abinit", Op: ">", Version: "6"}}, Platform: "ppc64*"}},
 		{name: "software < none", req: events.Requirements{Software: []events.SoftwareConstraint{{Name: "abinit", Op: "<", Version: "6"}}}},
 		{name: "software any installed version", req: events.Requirements{Software: []events.SoftwareConstraint{{Name: "gcc", Op: ">=", Version: "13"}}}, want: "hpc"},
 		{name: "software missing", req: events.Requirements{Software: []events.SoftwareConstraint{{Name: "matlab"}}}},
@@ -215,7 +217,8 @@ func TestCompareVersions(t *testing.T) {
 		a, b string
 		want int
 	}{
-		{"1.0", "1.0", 0}, {"1.0", "1.0.1", -1}, {"1.10", "1.9", 1}, {"2.6.35", "2.6.35", 0}, {"6", "6.0", -1},
+		{"1.0", "1.0", 0}, {"1.0", "1.0.1", -1}, {"1.10", "1.9", 1}, {"2.6.35", "2.6.35", 0}, {"6", "6.0", 0},
+		{"7.1", "7.1.0", 0}, {"6", "6.0.1", -1}, {"6.0.0.2", "6", 1}, {"1.0.0rc1", "1", -1}, {"6.00", "6", 0},
 		{"9.10.3", "10", -1}, {"1.0rc1", "1.0", -1}, {"1.0a", "1.0b", -1}, {"007", "7", 0}, {"1-2", "1.2", 0},
 		{"12345678901234567890", "9", 1},
 	}
