@@ -278,71 +278,99 @@ func (s *system) start(ctx context.Context, g *errgroup.Group, names []string, o
 	if err != nil {
 		return err
 	}
-	now := time.Now
+	starters := map[string]starter{"ingest": s.startIngest, "incarnator": s.startIncarnator, "stager": s.startStager,
+		"executor": s.startExecutor, "watcher": s.startWatcher, "readside": s.startReadside}
 	for _, name := range names {
-		log := s.log.With("service", name)
+		run, ok := starters[name]
+		if !ok {
+			return fmt.Errorf("unknown service %q (one of %v)", name, allServices)
+		}
 		c, err := s.connect(name)
 		if err != nil {
 			return err
 		}
-		switch name {
-		case "ingest":
-			deps := ingest.Deps{Conn: c.nc, Store: c.store, Events: c.store, Auth: s.auth, Logger: log, Now: now, Check: vetJob,
-				Keys: ingest.KVKeys{JS: c.js}}
-			if s.ingest, err = ingest.New(ingest.Config{}, deps); err != nil {
-				return err
-			}
-			s.ingest.Routes(s.routes())
-			stager.UploadAPI{JS: s.bus.JS}.Routes(s.routes())
-			g.Go(func() error { return ingest.Run(ctx, ingest.Config{}, deps) })
-		case "incarnator":
-			profiles, err := incarnator.LoadProfiles(s.cfg.ProfileDir)
-			if err != nil {
-				return err
-			}
-			planner, err := incarnator.NewPlanner(s.cfg, profiles, filepath.Join(s.data, "jobs"))
-			if err != nil {
-				return err
-			}
-			g.Go(func() error {
-				return incarnator.Run(ctx, incarnator.Config{Workers: 32},
-					incarnator.Deps{JS: c.js, Store: c.store, Planner: planner, Logger: log, Now: now})
-			})
-		case "stager":
-			cfg := s.stagerConfig()
-			g.Go(func() error {
-				return stager.Run(ctx, cfg, stager.Deps{JS: c.js, Store: c.store, Logger: log, Now: now})
-			})
-		case "executor":
-			// Cancel, hold and resume are the executor's to carry out, and so its to record.
-			executor.ControlAPI{Store: c.store}.Routes(s.routes())
-			for _, cl := range clusters {
-				if s.allowRootJobs && cl.Kind == cluster.KindFork && cl.RunAs == "" {
-					cl.AllowRoot = true
-				}
-				cfg := executor.Config{Cluster: cl, ID: s.host, Workers: 32}
-				g.Go(func() error {
-					return executor.Run(ctx, cfg, executor.Deps{JS: c.js, Conn: c.nc, Store: c.store, Logger: log, Now: now})
-				})
-			}
-		case "watcher":
-			probers, closeProbers, err := s.probers(clusters, c.store.State, log)
-			if err != nil {
-				return err
-			}
-			g.Go(func() error {
-				defer closeProbers()
-				return watcher.Run(ctx, watcher.Config{Clusters: clusters},
-					watcher.Deps{JS: c.js, Conn: c.nc, Store: c.store, Logger: log, Now: now, Probers: probers, Metrics: s.registry()})
-			})
-		case "readside":
-			deps := readside.Deps{JS: c.js, Store: c.store, Logger: log, Metrics: s.registry(),
-				HTTP: readside.HTTP{Listener: s.listener, Mux: s.routes(), Wrap: s.auth.Middleware}}
-			g.Go(func() error { return readside.Run(ctx, readside.Config{Clusters: s.cfg.Clusters}, deps) })
-		default:
-			return fmt.Errorf("unknown service %q (one of %v)", name, allServices)
+		if err := run(ctx, g, c, s.log.With("service", name), clusters); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// starter starts one service in g on its connection c, for the clusters this process
+// serves.
+type starter func(ctx context.Context, g *errgroup.Group, c conn, log *slog.Logger, clusters []cluster.Cluster) error
+
+func (s *system) startIngest(ctx context.Context, g *errgroup.Group, c conn, log *slog.Logger, _ []cluster.Cluster) error {
+	deps := ingest.Deps{Conn: c.nc, Store: c.store, Events: c.store, Auth: s.auth, Logger: log, Now: time.Now, Check: vetJob,
+		Keys: ingest.KVKeys{JS: c.js}}
+	var err error
+	if s.ingest, err = ingest.New(ingest.Config{}, deps); err != nil {
+		return err
+	}
+	s.ingest.Routes(s.routes())
+	stager.UploadAPI{JS: s.bus.JS}.Routes(s.routes())
+	g.Go(func() error { return ingest.Run(ctx, ingest.Config{}, deps) })
+	return nil
+}
+
+func (s *system) startIncarnator(ctx context.Context, g *errgroup.Group, c conn, log *slog.Logger, _ []cluster.Cluster) error {
+	profiles, err := incarnator.LoadProfiles(s.cfg.ProfileDir)
+	if err != nil {
+		return err
+	}
+	planner, err := incarnator.NewPlanner(s.cfg, profiles, filepath.Join(s.data, "jobs"))
+	if err != nil {
+		return err
+	}
+	g.Go(func() error {
+		return incarnator.Run(ctx, incarnator.Config{Workers: 32},
+			incarnator.Deps{JS: c.js, Store: c.store, Planner: planner, Logger: log, Now: time.Now})
+	})
+	return nil
+}
+
+func (s *system) startStager(ctx context.Context, g *errgroup.Group, c conn, log *slog.Logger, _ []cluster.Cluster) error {
+	cfg := s.stagerConfig()
+	g.Go(func() error {
+		return stager.Run(ctx, cfg, stager.Deps{JS: c.js, Store: c.store, Logger: log, Now: time.Now})
+	})
+	return nil
+}
+
+func (s *system) startExecutor(ctx context.Context, g *errgroup.Group, c conn, log *slog.Logger, clusters []cluster.Cluster) error {
+	// Cancel, hold and resume are the executor's to carry out, and so its to record.
+	executor.ControlAPI{Store: c.store}.Routes(s.routes())
+	for _, cl := range clusters {
+		if s.allowRootJobs && cl.Kind == cluster.KindFork && cl.RunAs == "" {
+			cl.AllowRoot = true
+		}
+		cfg := executor.Config{Cluster: cl, ID: s.host, Workers: 32}
+		g.Go(func() error {
+			return executor.Run(ctx, cfg, executor.Deps{JS: c.js, Conn: c.nc, Store: c.store, Logger: log, Now: time.Now})
+		})
+	}
+	return nil
+}
+
+func (s *system) startWatcher(ctx context.Context, g *errgroup.Group, c conn, log *slog.Logger, clusters []cluster.Cluster) error {
+	probers, closeProbers, err := s.probers(clusters, c.store.State, log)
+	if err != nil {
+		return err
+	}
+	g.Go(func() error {
+		defer closeProbers()
+		return watcher.Run(ctx, watcher.Config{Clusters: clusters},
+			watcher.Deps{JS: c.js, Conn: c.nc, Store: c.store, Logger: log, Now: time.Now, Probers: probers, Metrics: s.registry()})
+	})
+	return nil
+}
+
+// startReadside starts the read side, which serves the process's HTTP API (when this
+// process has a listener) with the routes the services started before it registered.
+func (s *system) startReadside(ctx context.Context, g *errgroup.Group, c conn, log *slog.Logger, _ []cluster.Cluster) error {
+	deps := readside.Deps{JS: c.js, Store: c.store, Logger: log, Metrics: s.registry(),
+		HTTP: readside.HTTP{Listener: s.listener, Mux: s.routes(), Wrap: s.auth.Middleware}}
+	g.Go(func() error { return readside.Run(ctx, readside.Config{Clusters: s.cfg.Clusters}, deps) })
 	return nil
 }
 
