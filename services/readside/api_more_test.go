@@ -2,6 +2,7 @@ package readside
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -111,7 +112,7 @@ func TestCloudEventsOnRequest(t *testing.T) {
 // The list searches, nests groups, counts by state and names its clusters; whoami says
 // what the caller may do.
 func TestListSearchGroupsAndCounts(t *testing.T) {
-	_, st, s := apiServer(t, nil)
+	b, st, s := apiServer(t, nil)
 	group, child1, child2, lone := events.NewID(), events.NewID(), events.NewID(), events.NewID()
 	play(t, st, group, t0, []step{{events.Submitted, "", events.Job{ID: group, Name: "topology", Kind: events.KindGroup,
 		Children: []string{child1, child2}}}})
@@ -126,9 +127,14 @@ func TestListSearchGroupsAndCounts(t *testing.T) {
 		page = Page{}
 		getJSON(t, s.URL+"/v1/jobs"+query, &page)
 	}
-	eventually(t, "the table to hold four jobs", func() bool {
+	stream, err := b.JS.Stream(context.Background(), events.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := stream.CachedInfo().State.LastSeq
+	eventually(t, "the table to hold four jobs, folded to the last event", func() bool {
 		list("?limit=10")
-		return page.Total == 4
+		return page.Total == 4 && page.Seq >= last
 	})
 	if page.Counts[events.StatusSucceeded] != 1 || page.Counts[events.StatusFailed] != 2 || page.Counts[events.StatusSubmitted] != 1 ||
 		strings.Join(page.Clusters, ",") != "c1,c2" {
