@@ -5,13 +5,16 @@ package events
 // reads exits) and the stager (which moves files in and out of it). Paths are relative
 // to the working directory.
 const (
-	ControlDir  = ".gridwire"             // gridwire's own files, never staged
-	ScriptFile  = ".gridwire/job.sh"      // the rendered JOB script
-	ExitFile    = ".gridwire/exit_status" // "<code>\n", written by the job's epilogue
-	StartMarker = ".gridwire/native_id"   // the native ID, written once START succeeded
-	StdinFile   = ".gridwire/stdin"       // staged-in standard input
-	StdoutFile  = ".gridwire/stdout"      // the program's standard output
-	StderrFile  = ".gridwire/stderr"      // the program's standard error
+	ControlDir = ".gridwire"             // gridwire's own files, never staged
+	ScriptFile = ".gridwire/job.sh"      // the rendered JOB script
+	ExitFile   = ".gridwire/exit_status" // "<code>\n", written by the job's epilogue
+	// GPEExitFile is where the GPE OS profile spec has a profile's JOB_EPILOGUE write the
+	// job's exit status ("<code>\n"); it is read when ExitFile is not there.
+	GPEExitFile = ".gpe_exit_status"
+	StartMarker = ".gridwire/native_id" // the native ID, written once START succeeded
+	StdinFile   = ".gridwire/stdin"     // staged-in standard input
+	StdoutFile  = ".gridwire/stdout"    // the program's standard output
+	StderrFile  = ".gridwire/stderr"    // the program's standard error
 )
 
 // Script names in IncarnatedData.Scripts. JOB is what runs as the job; the others are

@@ -313,7 +313,8 @@ func (t *target) render(job *events.Job, setHash string) (events.IncarnatedData,
 
 // jobScript writes the JOB script: the working directory and job ID as variables, the
 // profile's JOB_PROLOGUE, the environment, the program in a subshell with its standard
-// streams in the control directory, its exit code in GW_EXIT, then JOB_EPILOGUE.
+// streams in the control directory, its exit code in GW_EXIT (and in $? when
+// JOB_EPILOGUE starts), then JOB_EPILOGUE.
 func (c *renderCtx) jobScript(wd string, vars map[string]string, setHash string) ([]byte, error) {
 	job := c.job
 	b := make([]byte, 0, 1024)
@@ -351,6 +352,10 @@ func (c *renderCtx) jobScript(wd string, vars map[string]string, setHash string)
 	}
 	b = runLimited(b, job, "<"+stdin+` >"$`+events.VarWorkDir+`"/`+events.StdoutFile+` 2>"$`+events.VarWorkDir+`"/`+events.StderrFile)
 	b = endGate(b, job)
+	// JOB_EPILOGUE starts with $? as the program's exit code (a GPE epilogue writes it
+	// with echo $? > <WORKING_DIRECTORY>/.gpe_exit_status); a function, not a subshell,
+	// so no process is forked for it.
+	b = append(b, "gw_rc() { return \"$1\"; }\ngw_rc \"$GW_EXIT\"\n"...)
 	return c.template(b, "JOB_EPILOGUE")
 }
 

@@ -38,9 +38,13 @@ func probeFork(w Watched) Observation {
 	return Observation{Gone: true}
 }
 
-// exitStatus is the exit status the job's epilogue wrote in its working directory.
+// exitStatus is the exit status the job's epilogue wrote in its working directory:
+// gridwire's own file, else the one the GPE OS profile spec names.
 func exitStatus(workDir string) (int, string, bool) {
-	return target.ReadExitStatus(filepath.Join(workDir, events.ExitFile))
+	if code, reason, ok := target.ReadExitStatus(filepath.Join(workDir, events.ExitFile)); ok {
+		return code, reason, true
+	}
+	return target.ReadExitStatus(filepath.Join(workDir, events.GPEExitFile))
 }
 
 func alive(nativeID string) bool {

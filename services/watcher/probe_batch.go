@@ -182,7 +182,9 @@ func probeScript(group []probeJob) (string, error) {
 	b.WriteString(install)
 	b.WriteString("(\n" + inc.Scripts[events.ScriptStatus].Body + "\n)\necho \"gw:exits $?\"\n")
 	// read, a builtin, not $(cat ...): a poll of many ended jobs forks nothing per job.
-	b.WriteString("gwx() { [ -f \"$2/" + events.ExitFile + "\" ] && read -r gwc <\"$2/" + events.ExitFile + "\" && printf 'gw:exit %s %s\\n' \"$1\" \"$gwc\"; :; }\n")
+	// gridwire's own exit status file, else the one the GPE OS profile spec names.
+	b.WriteString("gwx() { if [ -f \"$2/" + events.ExitFile + "\" ]; then gwf=\"$2/" + events.ExitFile + "\"; else gwf=\"$2/" + events.GPEExitFile +
+		"\"; fi; [ -f \"$gwf\" ] && read -r gwc <\"$gwf\" && printf 'gw:exit %s %s\\n' \"$1\" \"$gwc\"; :; }\n")
 	for i, j := range group {
 		fmt.Fprintf(&b, "gwx %d %s\n", i, shellquote.Quote(j.info.workDir))
 	}
