@@ -90,6 +90,12 @@ func TestSetErrors(t *testing.T) {
 			[]string{`Application@template: application "x" of profile "a" names template "NONE"`}},
 		{"static needs BIN", map[string]string{"a.xml": profileXML("a", "", req+"\n<Template name=\"S\"><Invocation><StaticScript fileName=\"s\" arguments=\"\">x</StaticScript></Invocation></Template>")},
 			[]string{`profile "a" has no template BIN (static scripts need it)`}},
+		{"static script where none runs", map[string]string{"a.xml": profileXML("a", "", strings.Replace(req, `<Template name="JOB_PROLOGUE"><Invocation name=""><Body>job_prologue</Body></Invocation></Template>`,
+			`<Template name="JOB_PROLOGUE"><Invocation><StaticScript fileName="p" arguments="">x</StaticScript></Invocation></Template>`, 1)+
+			"\n<Template name=\"BIN\"><Invocation><Body>x</Body></Invocation><Invocation name=\"STATIC_SCRIPT\"><Body>x</Body></Invocation><Invocation name=\"RUN_STATIC_SCRIPT\"><Body>x</Body></Invocation></Template>"+
+			"\n<Template name=\"APP\"><Invocation><StaticScript fileName=\"a\" arguments=\"\">x</StaticScript></Invocation></Template>")},
+			[]string{`StaticScript: template JOB_PROLOGUE variation "" of profile "a" is a static script, which gridwire runs only as a control script`,
+				`StaticScript: template APP variation "" of profile "a" is a static script`}},
 		{"no files", map[string]string{"README": "not a profile"}, []string{"profiles: no *.xml profile files"}},
 	}
 	for _, c := range cases {

@@ -218,8 +218,29 @@ func checkRefs(p *Profile) []error {
 	if usesStatic(p) {
 		errs = append(errs, checkTemplate(p, "BIN", []string{"", "STATIC_SCRIPT", "RUN_STATIC_SCRIPT"}, "static scripts need it")...)
 	}
+	for _, t := range p.Templates {
+		for _, inv := range t.Invocations {
+			if inv.Static != nil && !StaticRuns(t.Name, inv.Name) {
+				errs = append(errs, &Error{Pos: inv.Pos, Field: "StaticScript", Msg: fmt.Sprintf(
+					"template %s variation %q of profile %q is a static script, which gridwire runs only as a control script (%s); here it must be a Body",
+					t.Name, inv.Name, p.Name, staticPlaces)})
+			}
+		}
+	}
 	return errs
 }
+
+// staticRuns lists the template variations gridwire runs as scripts of their own, so a
+// static script can stand there: the control templates. Every other template is text
+// put into a script (the JOB script's prologue, epilogue and application line, a
+// storage's path, BIN's own variations), where a static script cannot stand.
+var staticRuns = map[string]bool{"START/": true, "ABORT/": true, "HOLD/": true, "RESUME/": true,
+	"GET_JOB_STATUS/": true, "DELETE/": true, "LIST/FILE": true, "LIST/DIR": true}
+
+const staticPlaces = "START, ABORT, HOLD, RESUME, GET_JOB_STATUS, DELETE, LIST FILE and DIR"
+
+// StaticRuns reports whether a static script can be the given variation of a template.
+func StaticRuns(template, variation string) bool { return staticRuns[template+"/"+variation] }
 
 // CheckRequired reports each required template or variation the profile lacks.
 func CheckRequired(p *Profile) []error {
