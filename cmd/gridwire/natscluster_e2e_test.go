@@ -857,3 +857,130 @@ func TestE2EColdRestart(t *testing.T) {
 		t.Errorf("after the cold restart %d jobs did not end and %d did not succeed: a crash must not fail a job", stuck, failed)
 	}
 }
+
+// R3: one official nats-server (no cluster) is killed with SIGKILL and restarted on its
+// store again and again while jobs flow through `serve --nats-url`, the client retrying
+// with idempotency keys. Every acknowledged job ends, once. Short: 5 kills, 150 jobs;
+// long (GRIDWIRE_E2E_LONG=1): 20 kills, 1,000 jobs.
+func TestE2ESingleServerKills(t *testing.T) {
+	kills, jobs := 5, 150
+	if long() {
+		kills, jobs = 20, 1000
+	}
+	c := startNATSCluster(t) // for its installed server binary and helpers only
+	c.stopAll()
+	dir := t.TempDir()
+	port := freePort(t)
+	conf := filepath.Join(dir, "single.conf")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf(`listen: "127.0.0.1:%d"
+jetstream { store_dir: %q, sync_interval: always }
+authorization { user: gateway, password: $GRIDWIRE_NATS_PW_GATEWAY }
+`, port, filepath.Join(dir, "store"))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	single := &natsCluster{t: t, dir: c.dir, bin: c.bin, env: c.env,
+		nodes: []*natsNode{{name: "single", client: port}}}
+	start := func() {
+		n := single.nodes[0]
+		cmd := exec.Command(single.bin, "-c", conf)
+		cmd.Env = append(os.Environ(), "GRIDWIRE_NATS_PW_GATEWAY="+c.password("gateway"))
+		logf, err := os.OpenFile(filepath.Join(dir, "single.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stdout, cmd.Stderr = logf, logf
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		n.cmd, n.done = cmd, make(chan struct{})
+		go func(done chan struct{}) { _ = cmd.Wait(); logf.Close(); close(done) }(n.done)
+	}
+	start()
+	t.Cleanup(func() { single.kill(single.nodes[0]) })
+	bin := buildBinary(t)
+	addr := freeAddr(t)
+	data := t.TempDir()
+	cmd := exec.Command(bin, "serve", "--nats-url", fmt.Sprintf("nats://127.0.0.1:%d", port), "--nats-user", "gateway",
+		"--data", data, "--http", addr, "--log-level", "warn", "--allow-root-jobs")
+	cmd.Env = append(os.Environ(), "GRIDWIRE_NATS_PASSWORD="+c.password("gateway"))
+	var slog bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &slog, &slog
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	g := &gateway{cmd: cmd, http: "http://" + addr, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(g.done) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-g.done })
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if resp, err := http.Get(g.http + "/healthz"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not answer:\n%s", slog.String())
+		}
+	}
+
+	var mu sync.Mutex
+	var ids []string
+	var retries int
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range jobs {
+			for attempt := 0; ; attempt++ {
+				got, err := g.submit(jobDoc(i), fmt.Sprintf("r3-%d", i))
+				if err == nil {
+					mu.Lock()
+					ids, retries = append(ids, got...), retries+attempt
+					mu.Unlock()
+					break
+				}
+				if attempt > 600 {
+					t.Errorf("job %d: no acknowledgement after %d tries: %v", i, attempt, err)
+					return
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	for k := 0; k < kills; k++ {
+		time.Sleep(time.Duration(800+k*211%900) * time.Millisecond)
+		single.kill(single.nodes[0])
+		time.Sleep(500 * time.Millisecond)
+		start()
+	}
+	<-done
+	select {
+	case <-g.done:
+		t.Fatalf("serve ended while its server was restarted:\n%s", slog.String())
+	default:
+	}
+	mu.Lock()
+	acked := append([]string(nil), ids...)
+	mu.Unlock()
+	final, stuck := g.waitTerminal(acked, 5*time.Minute)
+	failed := 0
+	for _, s := range final {
+		if s != "SUCCEEDED" {
+			failed++
+		}
+	}
+	expect := filepath.Join(t.TempDir(), "acknowledged")
+	if err := os.WriteFile(expect, []byte(strings.Join(acked, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inv := exec.Command(bin, "audit", "invariants", "--expect", expect, "--data", t.TempDir(),
+		"--nats-url", fmt.Sprintf("nats://127.0.0.1:%d", port), "--nats-user", "gateway")
+	inv.Env = append(os.Environ(), "GRIDWIRE_NATS_PASSWORD="+c.password("gateway"))
+	out, err := inv.CombinedOutput()
+	if err != nil {
+		t.Errorf("audit invariants: %v\n%s", err, tail(out, 4000))
+	}
+	t.Logf("R3: server kills %d, jobs %d, client retries %d, failed %d, stuck %d; invariants: %s",
+		kills, len(acked), retries, failed, stuck, strings.TrimSpace(string(tail(out, 300))))
+	if len(acked) != jobs || stuck > 0 || failed > 0 {
+		t.Errorf("%d of %d acknowledged, %d stuck, %d failed", len(acked), jobs, stuck, failed)
+	}
+}
