@@ -18,7 +18,8 @@ var builtinProfiles embed.FS
 // LoadProfiles loads and validates a profile directory; dir "" means the built-in
 // profiles. Beyond the spec's checks it requires of every profile that clusters may
 // use (one nothing extends) the fields the executor and watcher read: START's
-// NATIVE_ID_PATTERN, GET_JOB_STATUS's STATUS_PATTERN, STATE tags and ABSENT_STATE.
+// NATIVE_ID_PATTERN, GET_JOB_STATUS's STATUS_PATTERN, STATE tags and ABSENT_STATE; and
+// that every replacement name is a field of its template or a special field.
 func LoadProfiles(dir string) (*profile.Set, error) {
 	var set *profile.Set
 	var err error
@@ -38,6 +39,7 @@ func LoadProfiles(dir string) (*profile.Set, error) {
 		p, _ := set.Profile(name)
 		_, perrs := watchFields(p)
 		errs = append(errs, perrs...)
+		errs = append(errs, undefinedNames(p)...)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -140,4 +142,30 @@ func watchFields(p *profile.Profile) (watch, []error) {
 
 func canonical(s string) bool {
 	return s == NativeQueued || s == NativeRunning || s == NativeHeld || s == NativeEnded
+}
+
+// undefinedNames reports each replacement a template uses that neither one of its
+// fields nor a special field defines: no job could ever be rendered through it, so it is
+// refused when the profile is loaded (and by profiles check), not blamed on every job.
+func undefinedNames(p *profile.Profile) []error {
+	var errs []error
+	for _, t := range p.Templates {
+		for _, inv := range t.Invocations {
+			var names []string
+			switch {
+			case inv.Body != nil:
+				names = inv.Body.Names()
+			case inv.Static != nil && inv.Static.Arguments != nil:
+				names = inv.Static.Arguments.Names()
+			}
+			for _, n := range names {
+				if t.Field(n) == nil && !isSpecial(n) {
+					errs = append(errs, &profile.Error{Pos: inv.Pos, Field: "Body", Msg: fmt.Sprintf(
+						"template %s variation %q of profile %q uses <%s>, which no field of the template and no special field defines",
+						t.Name, inv.Name, p.Name, n)})
+				}
+			}
+		}
+	}
+	return errs
 }
