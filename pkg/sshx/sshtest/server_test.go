@@ -108,11 +108,13 @@ func TestRejectsUnauthorizedKey(t *testing.T) {
 	}
 }
 
+// waitFile waits for a file whose one line is finished: the shell creates a file before
+// it writes it, so one that exists may still be empty.
 func waitFile(t *testing.T, path string) string {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if b, err := os.ReadFile(path); err == nil {
+		if b, err := os.ReadFile(path); err == nil && len(b) > 0 && b[len(b)-1] == '\n' {
 			return string(b)
 		}
 		if time.Now().After(deadline) {
