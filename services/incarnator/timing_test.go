@@ -1,6 +1,7 @@
 package incarnator
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -74,5 +75,30 @@ func TestJobStartTimeDelaysTheProgram(t *testing.T) {
 	ran, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
 	if err != nil || ran < start.Unix() {
 		t.Errorf("the program ran at %q, before its start time %d", out, start.Unix())
+	}
+}
+
+// TestContactAndCountExclude: the requirements JRDL's resourceManagerContact and count
+// become (host_names, processors) keep a job off a cluster without that host or with
+// fewer processors, and the exclusion names both elements and their lines.
+func TestContactAndCountExclude(t *testing.T) {
+	cl := forkCluster(t.TempDir())
+	cl.Info.Attributes = map[string]string{"cpus": "16"}
+	p := mustPlanner(t, testSet(t, nil), cl)
+	job := events.Job{ID: "01BIG", Executable: "true", Requirements: events.Requirements{
+		Hosts: []events.NameRequirement{{AnyOf: []events.NamePattern{{Pattern: "eros01.gridcenter.or.kr"}},
+			From: events.Origin{Field: "job[0]/resourceManagerContact", Line: 2, Col: 1}}},
+		Processors: 64, Origins: map[string]events.Origin{"processors": {Field: "job[0]/resource/count", Line: 3, Col: 11}}}}
+	_, err := p.Plan(job)
+	var nm *NoMatchError
+	if !errors.As(err, &nm) {
+		t.Fatalf("plan: %v", err)
+	}
+	why := nm.Excluded["local"]
+	for _, want := range []string{"job[0]/resourceManagerContact (line 2): none of eros01.gridcenter.or.kr is a host of this cluster",
+		"job[0]/resource/count (line 3): the job needs 64 processors, the cluster has 16"} {
+		if !strings.Contains(why, want) {
+			t.Errorf("exclusion %q lacks %q", why, want)
+		}
 	}
 }
