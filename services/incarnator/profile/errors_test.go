@@ -18,7 +18,7 @@ func TestParseErrorsNameFileLineAndField(t *testing.T) {
 		{"no body", "<Profile name=\"x\"><Template name=\"T\">\n<Invocation/></Template></Profile>",
 			`test.xml:2:1: Invocation: needs exactly one Body or StaticScript, has 0`},
 		{"bad min", "<Profile name=\"x\"><Template name=\"T\"><Field name=\"F\">\n <Min>ten</Min></Field></Template></Profile>",
-			`test.xml:2:2: Min: "ten" is not a number`},
+			`test.xml:2:2: Min: "ten" is not a plain decimal number`},
 		{"min above max", "<Profile name=\"x\"><Template name=\"T\">\n<Field name=\"F\"><Min>3</Min><Max>2</Max></Field></Template></Profile>",
 			`test.xml:2:1: Field: Min 3 is greater than Max 2`},
 		{"bad settable", "<Profile name=\"x\"><Template name=\"T\">\n<Field name=\"F\" isSettable=\"perhaps\"/></Template></Profile>",

@@ -3,6 +3,7 @@ package profile
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 )
 
@@ -56,7 +57,9 @@ func (t *Template) Resolve(name string, src Sources) (Value, error) {
 	}
 	if src.Operator != nil {
 		if v, ok := src.Operator(name); ok {
-			return Value{Text: v, Trusted: true}, nil
+			// Trusted (written as the operator wrote it), but through the same tags
+			// and limits as a job's value.
+			return t.limit(f, Value{Text: v, Trusted: true})
 		}
 	}
 	if src.Job != nil {
@@ -81,14 +84,25 @@ func (t *Template) check(f *Field, v Value) (Value, error) {
 	if f == nil || v.Trusted || v.List != nil {
 		return v, nil
 	}
+	return t.limit(f, v)
+}
+
+// limit maps a value from any source through the field's tags and checks it against
+// the field's Min and Max: a tag's value is taken as it is; otherwise, with limits, the
+// value must be a plain decimal number (no NaN, Inf, exponent or hexadecimal) within
+// them. The value keeps its trust.
+func (t *Template) limit(f *Field, v Value) (Value, error) {
+	if f == nil || v.List != nil {
+		return v, nil
+	}
 	if tv, ok := f.Tag(v.Text); ok {
 		return Value{Text: tv, Trusted: true}, nil
 	}
 	if f.Min == nil && f.Max == nil {
 		return v, nil
 	}
-	n, err := strconv.ParseFloat(v.Text, 64)
-	if err != nil {
+	n, ok := PlainNumber(v.Text)
+	if !ok {
 		return Value{}, &FieldError{Template: t.Name, Field: f.Name, Value: v.Text, Why: "is not a number" + limits(f)}
 	}
 	if f.Min != nil && n < *f.Min || f.Max != nil && n > *f.Max {
@@ -127,4 +141,18 @@ func (t *Template) ExpandText(txt *Text, src Sources, out []byte) ([]byte, error
 		pe.Template = t.Name
 	}
 	return out, err
+}
+
+var plainNumber = regexp.MustCompile(`^[+-]?[0-9]+(\.[0-9]+)?$`)
+
+// PlainNumber parses a decimal number as written in a profile's Min, Max and Default
+// and in values checked against them: digits with an optional sign and fraction. NaN,
+// infinities, exponents (1e1) and hexadecimal are not plain numbers, so a value passes
+// its limits only as the number the template will put in the script.
+func PlainNumber(s string) (float64, bool) {
+	if !plainNumber.MatchString(s) {
+		return 0, false
+	}
+	n, err := strconv.ParseFloat(s, 64)
+	return n, err == nil
 }

@@ -230,14 +230,25 @@ func (p *parser) field(n *node) *Field {
 	if f.Min != nil && f.Max != nil && *f.Min > *f.Max {
 		p.fail(n.pos, "Field", "Min %g is greater than Max %g", *f.Min, *f.Max)
 	}
+	if f.Default != nil && (f.Min != nil || f.Max != nil) {
+		if _, tagged := f.Tag(*f.Default); !tagged {
+			d, ok := PlainNumber(*f.Default)
+			switch {
+			case !ok:
+				p.fail(n.pos, "Field/Default", "%q is not a plain decimal number, and field %s has limits%s", *f.Default, f.Name, limits(f))
+			case f.Min != nil && d < *f.Min || f.Max != nil && d > *f.Max:
+				p.fail(n.pos, "Field/Default", "%q is outside the limits of field %s%s", *f.Default, f.Name, limits(f))
+			}
+		}
+	}
 	return f
 }
 
 func (p *parser) number(n *node) *float64 {
 	s := strings.TrimSpace(p.leaf(n))
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		p.fail(n.pos, n.name, "%q is not a number", s)
+	v, ok := PlainNumber(s)
+	if !ok {
+		p.fail(n.pos, n.name, "%q is not a plain decimal number (digits, an optional sign and fraction)", s)
 		return nil
 	}
 	return &v
