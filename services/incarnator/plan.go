@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/pkg/cluster"
@@ -107,6 +108,11 @@ func newTarget(cl cluster.Cluster, set *profile.Set, workRoot string, local []st
 		return nil, fmt.Errorf("profile %q is not in the profile set (%s)", cl.Profile, strings.Join(set.Names(), ", "))
 	}
 	errs := profile.CheckRequired(prof)
+	if cl.Kind == cluster.KindFork && (isFork(cl.LRMS) || strings.EqualFold(cl.Profile, "fork")) {
+		// The executor's own fork target runs these jobs (a local cluster with a
+		// batch LRMS runs the profile's START instead).
+		errs = append(errs, forkOverrides(prof)...)
+	}
 	w, werrs := watchFields(prof)
 	if err := errors.Join(append(errs, werrs...)...); err != nil {
 		return nil, fmt.Errorf("profile %q cannot run jobs: %w", cl.Profile, err)
@@ -233,4 +239,52 @@ func allJobStrings(job *events.Job) []string {
 func script(body string) events.Script {
 	sum := sha256.Sum256([]byte(body))
 	return events.Script{Body: body, SHA256: hex.EncodeToString(sum[:])}
+}
+
+// builtinFork is the shipped fork profile, whose START and GET_JOB_STATUS describe what
+// a fork cluster's executor and watcher do themselves.
+var builtinFork = sync.OnceValues(func() (*profile.Profile, error) {
+	set, err := profile.LoadFS(builtinProfiles, "profiles", "builtin:profiles")
+	if err != nil {
+		return nil, err
+	}
+	p, ok := set.Profile("fork")
+	if !ok {
+		return nil, errors.New("the built-in profiles have no fork profile")
+	}
+	return p, nil
+})
+
+// forkOverrides refuses a profile on a local fork cluster whose START or GET_JOB_STATUS
+// is not the shipped fork profile's: a fork cluster's executor starts the JOB script as
+// a process of its own and its watcher looks at that process, so such a template would
+// never run, and the profile would silently not do what it says.
+func forkOverrides(p *profile.Profile) []error {
+	fork, err := builtinFork()
+	if err != nil {
+		return []error{err}
+	}
+	var errs []error
+	for _, name := range []string{"START", "GET_JOB_STATUS"} {
+		mine, theirs := p.Template(name), fork.Template(name)
+		if mine == nil || theirs == nil || sameInvocation(mine.Invocation(""), theirs.Invocation("")) {
+			continue
+		}
+		errs = append(errs, fmt.Errorf("%s: template %s differs from the fork profile's, and a fork cluster never runs it "+
+			"(its executor starts the JOB script itself and its watcher watches that process): "+
+			"use this profile on an ssh or batch cluster, or keep the fork profile's %s", mine.Pos, name, name))
+	}
+	return errs
+}
+
+func sameInvocation(a, b *profile.Invocation) bool {
+	switch {
+	case a == nil || b == nil:
+		return a == b
+	case a.Body != nil && b.Body != nil:
+		return strings.TrimSpace(a.Body.Source) == strings.TrimSpace(b.Body.Source)
+	case a.Static != nil && b.Static != nil:
+		return a.Static.Content == b.Static.Content
+	}
+	return false
 }
