@@ -154,6 +154,7 @@ func (p *ProfilePlanner) Plan(job events.Job) (events.IncarnatedData, error) {
 		return events.IncarnatedData{}, err
 	}
 	excluded := map[string]string{}
+	rendering := false
 	for _, t := range p.targets {
 		why := t.exclusions(&job)
 		if len(why) > 0 {
@@ -162,14 +163,22 @@ func (p *ProfilePlanner) Plan(job events.Job) (events.IncarnatedData, error) {
 		}
 		inc, err := t.render(&job, p.set.Hash)
 		if err != nil {
-			return events.IncarnatedData{}, fmt.Errorf("%w: cluster %s: %v", ErrRejected, t.cl.Name, err)
+			// Another matching cluster's profile may take the job (other limits,
+			// another template); every cluster's reason is reported if none does.
+			excluded[t.cl.Name] = "matches, but rendering failed: " + err.Error()
+			rendering = true
+			continue
 		}
 		return inc, nil
 	}
 	if len(p.targets) == 0 {
 		excluded["(none)"] = "the config has no clusters"
 	}
-	return events.IncarnatedData{}, &NoMatchError{Job: job.ID, Excluded: excluded}
+	nm := &NoMatchError{Job: job.ID, Excluded: excluded, Rendering: rendering}
+	if rendering {
+		return events.IncarnatedData{}, fmt.Errorf("%w: %w", ErrRejected, nm)
+	}
+	return events.IncarnatedData{}, nm
 }
 
 // reasons lists why a cluster was excluded; several are numbered, since each may hold

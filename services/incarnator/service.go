@@ -40,10 +40,15 @@ type Planner interface {
 type NoMatchError struct {
 	Job      string
 	Excluded map[string]string // cluster → reason
+	// Rendering says a cluster matched but its profile could not render the job.
+	Rendering bool
 }
 
 func (e *NoMatchError) Error() string {
 	msg := "no cluster matches the job's requirements"
+	if e.Rendering {
+		msg = "no cluster can run the job"
+	}
 	for _, name := range sortedNames(e.Excluded) {
 		msg += fmt.Sprintf("; %s: %s", name, e.Excluded[name])
 	}
