@@ -81,15 +81,12 @@ func (s *system) ptpDeps(auth *httpapi.Auth) (ptp.Deps, error) {
 		Auth: auth, Logger: s.log}, nil
 }
 
-// startPTP runs the PTP endpoint for many sessions on addr in g.
-func (s *system) startPTP(ctx context.Context, g *errgroup.Group, addr string) error {
+// startPTP runs the PTP endpoint for many sessions on ln in g.
+func (s *system) startPTP(ctx context.Context, g *errgroup.Group, ln net.Listener) error {
 	deps, err := s.ptpDeps(s.auth)
 	if err != nil {
+		ln.Close()
 		return err
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("--ptp-listen: %w", err)
 	}
 	svc, err := ptp.New(ctx, ptp.Config{Clusters: s.cfg.Clusters}, deps)
 	if err != nil {

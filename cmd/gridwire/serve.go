@@ -46,13 +46,26 @@ func serve(ctx context.Context, e *env, f *busFlags, httpAddr, ptpAddr string) e
 		return fmt.Errorf("HTTP listener: %w", err)
 	}
 	sys.own = append(sys.own, sys.listener.Addr().String())
+	// The PTP listener is opened before the services start, so the stager knows it as
+	// one of the gateway's own (never reachable through staging).
+	var ptpLn net.Listener
+	if ptpAddr != "" {
+		if ptpLn, err = net.Listen("tcp", ptpAddr); err != nil {
+			sys.listener.Close()
+			return fmt.Errorf("--ptp-listen: %w", err)
+		}
+		sys.own = append(sys.own, ptpLn.Addr().String())
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	if err := sys.start(gctx, g, allServices, f.clusters); err != nil {
 		sys.listener.Close()
+		if ptpLn != nil {
+			ptpLn.Close()
+		}
 		return err
 	}
-	if ptpAddr != "" {
-		if err := sys.startPTP(gctx, g, ptpAddr); err != nil {
+	if ptpLn != nil {
+		if err := sys.startPTP(gctx, g, ptpLn); err != nil {
 			return err
 		}
 	}
