@@ -574,7 +574,7 @@ func (c *natsCluster) nodeLastSeq(n *natsNode) uint64 {
 	if err != nil {
 		return 0
 	}
-	m, err := s.GetLastMsgForSubject(ctx, "jobs.>")
+	m, err := s.GetLastMsgForSubject(ctx, events.SubjectAll)
 	if err != nil {
 		return 0
 	}
@@ -630,7 +630,7 @@ func TestE2ENATSClusterPermissions(t *testing.T) {
 	js, _ := jetstream.New(op)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "JOBS", Subjects: []string{"jobs.>"},
+	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "JOBS", Subjects: []string{events.SubjectAll},
 		Replicas: 3, DenyDelete: true, DenyPurge: true, AllowDirect: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -650,9 +650,9 @@ func TestE2ENATSClusterPermissions(t *testing.T) {
 	cells := []cell{
 		ev("submitted", "_"), ev("incarnated", "_"), ev("queued", "local"), ev("started", "local"),
 		ev("started", "hpc1"), ev("exited", "local"), ev("succeeded", "_"), ev("cancel_requested", "_"),
-		{name: "read (direct get)", subject: "$JS.API.DIRECT.GET.JOBS", body: `{"last_by_subj":"jobs.>"}`},
-		consumer("executor-local", "jobs.*.queued.local"), consumer("executor-local", "jobs.*.queued.hpc1"),
-		consumer("executor-hpc1", "jobs.*.queued.hpc1"),
+		{name: "read (direct get)", subject: "$JS.API.DIRECT.GET.JOBS", body: fmt.Sprintf(`{"last_by_subj":%q}`, events.SubjectAll)},
+		consumer("executor-local", events.TypeFilter(events.Queued, "local")), consumer("executor-local", events.TypeFilter(events.Queued, "hpc1")),
+		consumer("executor-hpc1", events.TypeFilter(events.Queued, "hpc1")),
 		{name: "pull executor-local", subject: "$JS.API.CONSUMER.MSG.NEXT.JOBS.executor-local", body: `{"batch":1,"no_wait":true}`},
 		{name: "purge JOBS", subject: "$JS.API.STREAM.PURGE.JOBS"},
 		{name: "delete a message", subject: "$JS.API.STREAM.MSG.DELETE.JOBS", body: `{"seq":1}`},
