@@ -227,3 +227,32 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// The watcher may see a job held or released on its target before the executor's own
+// held or resumed event lands (or without one, when it happened behind gridwire's back).
+// Either way the pending request is met, and HeldFrom says where the job is held from
+// only while it is held: a stale resume request left standing released the job again
+// after its next hold, and a stale HeldFrom kept a running job looking held.
+func TestStatusSeenBeforeTheRequestedActionMeetsTheRequest(t *testing.T) {
+	id := events.NewID()
+	evs := life(t, id)[:4]
+	evs = append(evs,
+		ev(t, id, 5, events.HoldRequested, "local", nil),
+		ev(t, id, 6, events.StatusChanged, "local", events.StatusData{State: events.StatusHeld, NativeState: "SUSPENDED"}))
+	st, err := events.Replay(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != events.StatusHeld || st.HeldFrom != events.StatusRunning || st.HoldRequested {
+		t.Fatalf("held as seen: %s from %q, hold requested %v; want HELD from RUNNING, request met", st.Status, st.HeldFrom, st.HoldRequested)
+	}
+	evs = append(evs,
+		ev(t, id, 7, events.ResumeRequested, "local", nil),
+		ev(t, id, 8, events.StatusChanged, "local", events.StatusData{State: events.StatusRunning, NativeState: "RUNNING"}))
+	if st, err = events.Replay(evs); err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != events.StatusRunning || st.HeldFrom != "" || st.ResumeRequested {
+		t.Fatalf("released as seen: %s from %q, resume requested %v; want RUNNING, not held from anywhere, request met", st.Status, st.HeldFrom, st.ResumeRequested)
+	}
+}

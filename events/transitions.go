@@ -147,8 +147,16 @@ func applyStatusChanged(s State, e Event) (State, error) {
 	if !d.State.onTarget() {
 		return s, illegal(s, e, "status_changed may only name QUEUED, RUNNING or HELD, not "+string(d.State))
 	}
-	if d.State == StatusHeld && s.Status != StatusHeld {
-		s.HeldFrom = s.Status
+	switch {
+	case d.State == StatusHeld && s.Status != StatusHeld:
+		// Seen held before (or without) gridwire's own held event: a pending hold
+		// request is met, and left standing it would hold the job again after a resume.
+		s.HeldFrom, s.HoldRequested = s.Status, false
+	case d.State != StatusHeld && s.Status == StatusHeld:
+		// Seen released before the resumed event (or released behind gridwire's back):
+		// the job is no longer held from anywhere, and a pending resume request is met;
+		// left standing it would release the job again after the next hold.
+		s.HeldFrom, s.ResumeRequested = "", false
 	}
 	s.Status, s.NativeState = d.State, d.NativeState
 	return s, nil
