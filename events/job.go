@@ -65,7 +65,8 @@ type Job struct {
 
 	// Substitutions names the {word} placeholders left in the job's strings for the target
 	// to fill (v3: taskid, queue, lrms; JRDL: its reserved substitution names; DDS:
-	// session, the parent record's ID). See Substitute.
+	// session, the parent record's ID, and dds_location, filled by the JOB script). See
+	// Substitute.
 	Substitutions []string `json:"substitutions,omitempty"`
 
 	Requirements Requirements      `json:"requirements"`

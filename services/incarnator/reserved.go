@@ -32,6 +32,10 @@ var runtimeValues = map[string]string{
 	"GLOBUS_HOST_MANUFACTURER": `unknown`,
 	"GLOBUS_HOST_OSNAME":       `$(uname -s)`,
 	"GLOBUS_HOST_OSVERSION":    `$(uname -r)`,
+	// DDS_LOCATION of a DDS task (ingest's {dds_location}): DDS's installation on the
+	// worker; gridwire installs none, so the account's own DDS_LOCATION if it has one,
+	// else the job's working directory.
+	"dds_location": `${DDS_LOCATION:-$` + events.VarWorkDir + `}`,
 }
 
 // refusedReserved are reserved names a gridwire target cannot fill truthfully.

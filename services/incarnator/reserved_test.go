@@ -46,3 +46,21 @@ func TestReservedNamesFilledOnTheTarget(t *testing.T) {
 		t.Errorf("an MPI executable with {HOME}: %v", err)
 	}
 }
+
+// TestDDSLocationFilledOnTheTarget: a DDS task's DDS_LOCATION ({dds_location} from
+// ingest) is the job's working directory when the account has no DDS_LOCATION of its own.
+func TestDDSLocationFilledOnTheTarget(t *testing.T) {
+	t.Setenv("DDS_LOCATION", "")
+	job := events.Job{ID: "01DDSLOC", Executable: "/bin/sh",
+		Arguments:     []string{"-c", `printf '%s\n' "$DDS_LOCATION"`},
+		Environment:   []events.EnvVar{{Name: "DDS_LOCATION", Value: "{dds_location}"}},
+		Substitutions: []string{"session", "dds_location"}}
+	got, inc := runForkJob(t, job)
+	if got != "0\n" {
+		t.Fatalf("exit status %q", got)
+	}
+	out, _ := os.ReadFile(filepath.Join(inc.WorkDir, events.StdoutFile))
+	if string(out) != inc.WorkDir+"\n" {
+		t.Errorf("DDS_LOCATION %q, want the working directory %q", out, inc.WorkDir)
+	}
+}

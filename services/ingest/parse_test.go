@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -76,10 +77,66 @@ func TestDDSTutorial1Instance(t *testing.T) {
 	for _, e := range j.Environment {
 		env[e.Name] = e.Value
 	}
+	// DDS's ID: crc64 of the task path and CTopoTask::hashString, written out here from
+	// the file (exe untrimmed, no env, reachable 0/1, properties in name order).
+	hash := "|Task|TaskTypeOne|$DDS_LOCATION/tutorials/tutorial1/task-type-one --taskIndex %taskIndex%||0|1" +
+		"|Property|ReplyProperty||read|global||" + "|Property|TaskIndexProperty||write|global||"
+	id := strconv.FormatUint(ddsCRC("main/typeTwoGroup/TaskTypeOne_2"+hash), 10)
 	want := map[string]string{"DDS_TASK_PATH": "main/typeTwoGroup/TaskTypeOne_2", "DDS_GROUP_NAME": "typeTwoGroup",
-		"DDS_TASK_NAME": "TaskTypeOne", "DDS_TASK_INDEX": "2", "DDS_SESSION_ID": "{session}"}
+		"DDS_COLLECTION_NAME": "", "DDS_TASK_NAME": "TaskTypeOne", "DDS_TASK_INDEX": "2", "DDS_SESSION_ID": "{session}",
+		"DDS_TASK_ID": id, "DDS_SLOT_ID": "3", "DDS_LOCATION": "{dds_location}"}
 	if !reflect.DeepEqual(env, want) {
 		t.Fatalf("env %v, want %v", env, want)
+	}
+	if j.DDS.TaskID != id {
+		t.Fatalf("context task ID %q, want %q", j.DDS.TaskID, id)
+	}
+	var names []string
+	for _, e := range j.Environment {
+		names = append(names, e.Name)
+	}
+	wantNames := []string{"DDS_TASK_PATH", "DDS_GROUP_NAME", "DDS_COLLECTION_NAME", "DDS_TASK_NAME", "DDS_TASK_INDEX",
+		"DDS_SESSION_ID", "DDS_TASK_ID", "DDS_SLOT_ID", "DDS_LOCATION"}
+	if !reflect.DeepEqual(names, wantNames) {
+		t.Fatalf("env order %v, want %v", names, wantNames)
+	}
+}
+
+// ddsCRC is boost::crc_optimal<64, 0x04C11DB7, 0, 0, false, false> bit by bit.
+func ddsCRC(s string) uint64 {
+	var c uint64
+	for i := 0; i < len(s); i++ {
+		for k := 7; k >= 0; k-- {
+			top := c>>63 ^ uint64(s[i]>>uint(k))&1
+			c <<= 1
+			if top == 1 {
+				c ^= 0x04C11DB7
+			}
+		}
+	}
+	return c
+}
+
+// TestDDSAcceptsWhatDDSAccepts: a property listed twice in a task is kept once, with
+// the first listing's access, as CTopoTask::addProperty's std::map insert keeps it; a
+// bad access tag on the second listing is still refused.
+func TestDDSAcceptsWhatDDSAccepts(t *testing.T) {
+	topo := `<topology name="t">
+<property name="p"/>
+<decltask name="a"><exe>/bin/true</exe><properties><name access="read">p</name><name access="write">p</name></properties></decltask>
+<main name="main"><task>a</task></main>
+</topology>`
+	jobs, err := Parse("t.xml", []byte(topo), ParseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := jobs[1].DDS.Properties
+	if len(got) != 1 || got[0].Name != "p" || got[0].Access != "read" {
+		t.Fatalf("properties %+v, want p once with access read", got)
+	}
+	bad := strings.Replace(topo, `access="write"`, `access="sometimes"`, 1)
+	if _, err := Parse("t.xml", []byte(bad), ParseOptions{}); err == nil || !strings.Contains(err.Error(), "t.xml:3:") || !strings.Contains(err.Error(), "sometimes") {
+		t.Fatalf("bad access on the second listing: %v", err)
 	}
 }
 

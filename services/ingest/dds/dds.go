@@ -30,6 +30,12 @@ const MaxExpandedBytes = 1 << 20
 // "session").
 const SessionPlaceholder = "{session}"
 
+// LocationPlaceholder is the value of DDS_LOCATION. DDS sets it to its installation on
+// the worker; gridwire installs nothing there, so the JOB script fills it on the target
+// with the worker's own DDS_LOCATION if the account has one, else the job's working
+// directory (Job.Substitutions names "dds_location").
+const LocationPlaceholder = "{dds_location}"
+
 var idPattern = regexp.MustCompile(`^[a-zA-Z0-9#@~_-]{1,128}$`)
 
 // topology is a validated declaration part plus the main group.
@@ -64,6 +70,10 @@ type task struct {
 	assets       []events.DDSAsset
 	// words is exe split into words once; instances only resolve the index tags.
 	words []string
+	// rawExe and rawEnv are the elements' text untrimmed, as DDS hashes them; hash is
+	// hashString(), computed once per task.
+	rawExe, rawEnv string
+	hash           string
 }
 
 // entry is one task entry of a collection, n times (the xsd's <name n="...">).

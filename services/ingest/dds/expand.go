@@ -58,38 +58,45 @@ func (e *expander) task(tk *task, static, groupName string, c *collection, cpath
 	if c != nil {
 		ci = strconv.Itoa(cindex)
 	}
-	ctx := &events.DDSContext{Topology: e.t.name, TaskPath: taskPath, TaskIndex: index, CollectionIndex: cindex,
+	id := taskID(taskPath, tk.hash)
+	slot := strconv.Itoa(len(e.jobs) - 1) // jobs[0] is the parent record
+	ctx := &events.DDSContext{Topology: e.t.name, TaskPath: taskPath, TaskID: id, TaskIndex: index, CollectionIndex: cindex,
 		TaskName: tk.name, GroupName: groupName, CollectionPath: cpath,
 		Exe: resolveTags(tk.exe, ti, ci), ExeReachable: tk.exeReachable,
 		EnvScript: tk.env, EnvReachable: tk.envReachable, Properties: tk.properties,
 		Requirements: tk.requirements, Triggers: tk.triggers, Assets: tk.assets}
 	placement := tk.placement
-	env := make([]events.EnvVar, 0, 7)
+	env := make([]events.EnvVar, 0, 10)
 	env = append(env, events.EnvVar{Name: "DDS_TASK_PATH", Value: taskPath},
 		events.EnvVar{Name: "DDS_GROUP_NAME", Value: groupName})
+	collName := ""
 	if c != nil {
-		ctx.CollectionName = c.name
+		ctx.CollectionName, collName = c.name, c.name
 		if len(c.requirements) > 0 {
 			ctx.Requirements, placement = c.requirements, c.placement
 		}
-		env = append(env, events.EnvVar{Name: "DDS_COLLECTION_NAME", Value: c.name})
 	}
+	// DDS sets DDS_COLLECTION_NAME always, empty outside a collection (CommanderChannel.cpp).
+	env = append(env, events.EnvVar{Name: "DDS_COLLECTION_NAME", Value: collName})
 	env = append(env, events.EnvVar{Name: "DDS_TASK_NAME", Value: tk.name},
 		events.EnvVar{Name: "DDS_TASK_INDEX", Value: ti})
 	if c != nil {
 		env = append(env, events.EnvVar{Name: "DDS_COLLECTION_INDEX", Value: ci})
 	}
-	env = append(env, events.EnvVar{Name: "DDS_SESSION_ID", Value: SessionPlaceholder})
+	env = append(env, events.EnvVar{Name: "DDS_SESSION_ID", Value: SessionPlaceholder},
+		events.EnvVar{Name: "DDS_TASK_ID", Value: id},
+		events.EnvVar{Name: "DDS_SLOT_ID", Value: slot},
+		events.EnvVar{Name: "DDS_LOCATION", Value: LocationPlaceholder})
 	args := make([]string, len(tk.words)-1)
 	for i, w := range tk.words[1:] {
 		args[i] = resolveTags(w, ti, ci)
 	}
 	e.jobs = append(e.jobs, events.Job{Name: taskPath, Executable: resolveTags(tk.words[0], ti, ci),
-		Arguments: args, Environment: env, DDS: ctx, Substitutions: sessionOnly, Requirements: placement,
+		Arguments: args, Environment: env, DDS: ctx, Substitutions: ddsSubstitutions, Requirements: placement,
 		Original: events.Original{Path: taskPath}})
 }
 
-var sessionOnly = []string{"session"}
+var ddsSubstitutions = []string{"session", "dds_location"}
 
 // resolveTags replaces %taskIndex% and, inside a collection, %collectionIndex%. Outside
 // a collection DDS leaves %collectionIndex% as written, and so does this.

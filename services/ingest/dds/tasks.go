@@ -11,7 +11,8 @@ func (d *decoder) task(el *xmltree.Element, path string, t *topology) {
 	d.attrs(el, path, "name")
 	d.noText(el, path)
 	name, ok := d.id(el, path, "name")
-	tk := &task{name: name}
+	// Without <env>, DDS still reads env reachable as its default, true.
+	tk := &task{name: name, envReachable: true}
 	seen := map[string]bool{}
 	for _, c := range el.Children {
 		cpath := path + "/" + c.Name
@@ -24,6 +25,7 @@ func (d *decoder) task(el *xmltree.Element, path string, t *topology) {
 		case "exe":
 			d.attrs(c, cpath, "reachable")
 			tk.exe = d.text(c, cpath)
+			tk.rawExe = c.Text
 			tk.exeReachable = d.boolean(c, cpath, "reachable", true)
 			if tk.exe == "" {
 				d.list.Add(c.Line, c.Col, cpath, "is empty")
@@ -35,6 +37,7 @@ func (d *decoder) task(el *xmltree.Element, path string, t *topology) {
 		case "env":
 			d.attrs(c, cpath, "reachable")
 			tk.env = d.text(c, cpath)
+			tk.rawEnv = c.Text
 			tk.envReachable = d.boolean(c, cpath, "reachable", true)
 			if tk.env == "" {
 				d.list.Add(c.Line, c.Col, cpath, "is empty")
@@ -80,6 +83,7 @@ func (d *decoder) task(el *xmltree.Element, path string, t *topology) {
 		return
 	}
 	tk.placement = t.placement(tk.requirements)
+	tk.hash = tk.hashString()
 	t.tasks[name] = tk
 }
 
@@ -91,12 +95,14 @@ func (d *decoder) taskProperties(el *xmltree.Element, path string, t *topology, 
 			d.list.Addf(n.line, n.col, path+"/name", "property %s is not declared before this task", n.name)
 			continue
 		}
+		access := d.oneOf(n.el, path+"/name", "access", false, "readwrite", "read", "write", "readwrite")
+		// DDS keeps the first listing of a property (CTopoTask::addProperty inserts into a
+		// std::map, which keeps the key it has); a later one is still checked, as DDS
+		// reads its access tag before dropping it.
 		if seen[n.name] {
-			d.list.Addf(n.line, n.col, path+"/name", "property %s is listed twice", n.name)
 			continue
 		}
 		seen[n.name] = true
-		access := d.oneOf(n.el, path+"/name", "access", false, "readwrite", "read", "write", "readwrite")
 		tk.properties = append(tk.properties, events.DDSProperty{Name: p.name, Access: access, Scope: p.scope})
 	}
 }
