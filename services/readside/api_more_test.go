@@ -114,11 +114,11 @@ func TestCloudEventsOnRequest(t *testing.T) {
 func TestListSearchGroupsAndCounts(t *testing.T) {
 	b, st, s := apiServer(t, nil)
 	group, child1, child2, lone := events.NewID(), events.NewID(), events.NewID(), events.NewID()
-	play(t, st, group, t0, []step{{events.Submitted, "", events.Job{ID: group, Name: "topology", Kind: events.KindGroup,
+	play(t, st, group, t0, []step{{Name: events.Submitted, Route: "", Payload: events.Job{ID: group, Name: "topology", Kind: events.KindGroup,
 		Children: []string{child1, child2}}}})
 	for i, c := range []string{child1, child2} {
 		steps := life(c, "c1", i)
-		steps[0].payload = events.Job{ID: c, Name: "main/task_" + string(rune('0'+i)), Parent: group, Executable: "/bin/true"}
+		steps[0].Payload = events.Job{ID: c, Name: "main/task_" + string(rune('0'+i)), Parent: group, Executable: "/bin/true"}
 		play(t, st, c, t0, steps)
 	}
 	play(t, st, lone, t0, life(lone, "c2", 1))

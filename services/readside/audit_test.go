@@ -71,7 +71,7 @@ func TestAuditFindsReencodedBody(t *testing.T) {
 	play(t, st, id, t0, steps[:2])
 	h, _ := st.Load(context.Background(), id)
 	last := h.Events[len(h.Events)-1]
-	e, _ := events.New(id, steps[2].name, steps[2].route, t0.Add(time.Hour), steps[2].payload)
+	e, _ := events.New(id, steps[2].Name, steps[2].Route, t0.Add(time.Hour), steps[2].Payload)
 	e.Source, e.PrevHash, e.PrevSeq = "gridwire/stager/host-1", last.Hash, last.Seq
 	meant, _ := e.Encode()
 	var indented bytes.Buffer
@@ -84,7 +84,7 @@ func TestAuditFindsReencodedBody(t *testing.T) {
 	// The writer goes on from the state it folded with the hash of what it meant to store.
 	e.Seq, e.Hash = ack.Sequence, events.HashOf(meant)
 	stt, _ := events.Replay(append(h.Events, e))
-	next, _ := events.New(id, steps[3].name, steps[3].route, t0.Add(2*time.Hour), steps[3].payload)
+	next, _ := events.New(id, steps[3].Name, steps[3].Route, t0.Add(2*time.Hour), steps[3].Payload)
 	if _, err := st.DecideFrom(context.Background(), stt, func(events.State) ([]events.Event, error) {
 		return []events.Event{next}, nil
 	}); err != nil {

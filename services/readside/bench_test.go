@@ -43,7 +43,7 @@ func fillStream(tb testing.TB, js jetstream.JetStream, jobs int) (ids []string, 
 				continue
 			}
 			any = true
-			e, err := events.New(ids[i], l[k].name, l[k].route, t0.Add(time.Duration(k)*time.Second), l[k].payload)
+			e, err := events.New(ids[i], l[k].Name, l[k].Route, t0.Add(time.Duration(k)*time.Second), l[k].Payload)
 			if err != nil {
 				tb.Fatal(err)
 			}

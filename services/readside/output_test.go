@@ -18,10 +18,10 @@ import (
 func ranOn(t *testing.T, st *events.Store, id, c, host, dir string) {
 	t.Helper()
 	play(t, st, id, t0, []step{
-		{events.Submitted, "", events.Job{ID: id, Name: "printer", Executable: "/bin/echo"}},
-		{events.Incarnated, "", events.IncarnatedData{Cluster: c, Profile: "fork", WorkDir: dir}},
-		{events.Queued, c, events.QueuedData{Cluster: c}},
-		{events.Started, c, events.StartedData{Cluster: c, Host: host, NativeID: "42", Running: true}},
+		{Name: events.Submitted, Route: "", Payload: events.Job{ID: id, Name: "printer", Executable: "/bin/echo"}},
+		{Name: events.Incarnated, Route: "", Payload: events.IncarnatedData{Cluster: c, Profile: "fork", WorkDir: dir}},
+		{Name: events.Queued, Route: c, Payload: events.QueuedData{Cluster: c}},
+		{Name: events.Started, Route: c, Payload: events.StartedData{Cluster: c, Host: host, NativeID: "42", Running: true}},
 	})
 }
 
@@ -89,9 +89,9 @@ func TestOutputFromEveryTargetKind(t *testing.T) {
 			}
 			write(events.StdoutFile, "three\n")
 			play(t, st, id, t0.Add(time.Minute), []step{
-				{events.Exited, c.cluster, events.ExitedData{ExitCode: 0}},
-				{events.StagedOut, "", events.StagedOutData{OK: true}},
-				{events.Succeeded, "", events.EndData{}},
+				{Name: events.Exited, Route: c.cluster, Payload: events.ExitedData{ExitCode: 0}},
+				{Name: events.StagedOut, Route: "", Payload: events.StagedOutData{OK: true}},
+				{Name: events.Succeeded, Route: "", Payload: events.EndData{}},
 			})
 			rest, err := io.ReadAll(resp.Body)
 			if err != nil || string(rest) != "three\n" {
@@ -109,7 +109,7 @@ func TestOutputFromEveryTargetKind(t *testing.T) {
 		t.Errorf("unknown job: %d %s", code, body)
 	}
 	queued := events.NewID()
-	play(t, st, queued, t0, []step{{events.Submitted, "", events.Job{ID: queued, Executable: "/bin/true"}}})
+	play(t, st, queued, t0, []step{{Name: events.Submitted, Route: "", Payload: events.Job{ID: queued, Executable: "/bin/true"}}})
 	if code, _, body := get(t, s.URL+"/v1/jobs/"+queued+"/logs"); code != http.StatusConflict || !strings.Contains(body, "not_started") {
 		t.Errorf("a job not started: %d %s", code, body)
 	}

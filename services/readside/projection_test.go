@@ -156,7 +156,7 @@ func TestSelectFiltersAndPages(t *testing.T) {
 		id := fmt.Sprintf("J%02d", n)
 		ids = append(ids, id)
 		for i, s := range life(id, []string{"a", "b"}[n%2], n)[:3+n%4] {
-			e, _ := events.New(id, s.name, s.route, t0.Add(time.Duration(n)*time.Hour+time.Duration(i)*time.Second), s.payload)
+			e, _ := events.New(id, s.Name, s.Route, t0.Add(time.Duration(n)*time.Hour+time.Duration(i)*time.Second), s.Payload)
 			e.Seq = uint64(n*100 + i + 1)
 			if _, err := tb.Apply(e); err != nil {
 				t.Fatal(err)
@@ -201,7 +201,7 @@ func sampleBodies(t testing.TB) [][]byte {
 	var out [][]byte
 	id := "01JDJ7Q1ZQ3S2K2B9Y4N3Y8W5A"
 	for i, s := range life(id, "c1", 1) {
-		e, err := events.New(id, s.name, s.route, t0.Add(time.Duration(i)*time.Millisecond+7), s.payload)
+		e, err := events.New(id, s.Name, s.Route, t0.Add(time.Duration(i)*time.Millisecond+7), s.Payload)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -105,8 +105,8 @@ func TestStalePendingPollDoesNotUndoAHold(t *testing.T) {
 	defer runWatcher(t, b, st, p)()
 	id := events.NewID()
 	started := life(id, "hpc1", 0)[:7]
-	started[6].payload = events.StartedData{Cluster: "hpc1", NativeID: "1000", Running: false} // pending in the LRMS
-	play(t, st, id, t0, append(started, step{events.Held, "hpc1", events.Note{Action: "HOLD"}}))
+	started[6].Payload = events.StartedData{Cluster: "hpc1", NativeID: "1000", Running: false} // pending in the LRMS
+	play(t, st, id, t0, append(started, step{Name: events.Held, Route: "hpc1", Payload: events.Note{Action: "HOLD"}}))
 	polls := p.calls.Load()
 	eventually(t, "ten polls", func() bool { return p.calls.Load() >= polls+10 })
 	if s, _ := st.State(context.Background(), id); s.Status != events.StatusHeld {
