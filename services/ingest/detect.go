@@ -9,6 +9,7 @@ import (
 
 	"github.com/gridwire/gridwire/services/ingest/internal/tree"
 	"github.com/gridwire/gridwire/services/ingest/internal/xmltree"
+	"github.com/gridwire/gridwire/services/ingest/jsdl"
 )
 
 // ErrUnknownFormat is wrapped when Detect cannot tell a document's language.
@@ -19,7 +20,8 @@ var v3Keys = map[string]bool{"version": true, "executable": true, "arguments": t
 	"environment": true, "requirements": true, "input_files": true, "output_files": true}
 
 // Detect names the format of a document: from its content type when that says JSON or
-// YAML, from the root element for XML (jrdl → "jrdl", topology → "dds"), else from its
+// YAML, from the root element for XML (jrdl → "jrdl", topology → "dds",
+// JobDefinition → "jsdl"), else from its
 // first bytes and, for YAML, its top-level keys.
 func Detect(data []byte, contentType string) (string, error) {
 	if len(data) > MaxDocumentBytes {
@@ -92,6 +94,8 @@ func xmlFormat(data []byte) (string, error) {
 		return FormatJRDL, nil
 	case "topology":
 		return FormatDDS, nil
+	case jsdl.Root:
+		return FormatJSDL, nil // the reader checks the namespace, at its position
 	}
-	return "", fmt.Errorf("%w: XML root element <%s> is neither <jrdl> nor <topology>", ErrUnknownFormat, name)
+	return "", fmt.Errorf("%w: XML root element <%s> is neither <jrdl>, <topology> nor <JobDefinition> (JSDL)", ErrUnknownFormat, name)
 }

@@ -98,7 +98,7 @@ func TestDocsExamplesParse(t *testing.T) {
 			}
 		}
 	}
-	for _, f := range []string{ingest.FormatV3JSON, ingest.FormatV3YAML, ingest.FormatJRDL, ingest.FormatDDS} {
+	for _, f := range []string{ingest.FormatV3JSON, ingest.FormatV3YAML, ingest.FormatJRDL, ingest.FormatDDS, ingest.FormatJSDL} {
 		if formats[f] == 0 {
 			t.Errorf("docs/ has no example in %s", f)
 		}

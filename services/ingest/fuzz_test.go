@@ -69,6 +69,13 @@ func FuzzParseDDS(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) { checkParse(t, FormatDDS, data) })
 }
 
+// FuzzParseJSDL is seeded with the golden inputs and examples/jsdl-*.xml, which follow
+// the documents of GFD.56 (section 7), GFD.111 and GFD.115.
+func FuzzParseJSDL(f *testing.F) {
+	seed(f, "testdata/jsdl/*.xml", "../../examples/jsdl-*.xml")
+	f.Fuzz(func(t *testing.T, data []byte) { checkParse(t, FormatJSDL, data) })
+}
+
 // FuzzDetect: detection never panics and names a known format or wraps ErrUnknownFormat.
 func FuzzDetect(f *testing.F) {
 	seed(f, "testdata/*/*")

@@ -14,6 +14,7 @@ import (
 	"github.com/gridwire/gridwire/services/ingest/internal/tree"
 	"github.com/gridwire/gridwire/services/ingest/internal/xmltree"
 	"github.com/gridwire/gridwire/services/ingest/jrdl"
+	"github.com/gridwire/gridwire/services/ingest/jsdl"
 	"github.com/gridwire/gridwire/services/ingest/ptpsubmit"
 	"github.com/gridwire/gridwire/services/ingest/taskdesc"
 )
@@ -24,6 +25,7 @@ const (
 	FormatV3YAML = "v3-yaml"
 	FormatJRDL   = "jrdl"
 	FormatDDS    = "dds"
+	FormatJSDL   = "jsdl"
 	// FormatPTP is the attribute list of a PTP SUBMIT_JOB command, as a JSON list of
 	// "key=value" strings; the PTP endpoint names it, it is never detected.
 	FormatPTP = "ptp-submit"
@@ -34,7 +36,7 @@ const (
 const MaxTaskDescriptionBytes = 1 << 20
 
 // Formats lists every format Parse reads.
-var Formats = []string{FormatV3JSON, FormatV3YAML, FormatJRDL, FormatDDS, FormatPTP}
+var Formats = []string{FormatV3JSON, FormatV3YAML, FormatJRDL, FormatDDS, FormatJSDL, FormatPTP}
 
 // ParseOptions say how to read one document.
 type ParseOptions struct {
@@ -138,13 +140,16 @@ func parseAs(format string, data []byte) ([]events.Job, []diag.Problem) {
 			return nil, problems
 		}
 		return []events.Job{job}, nil
-	case FormatJRDL, FormatDDS:
+	case FormatJRDL, FormatDDS, FormatJSDL:
 		root, err := xmltree.Parse(data)
 		if err != nil {
 			return nil, syntaxProblem(err)
 		}
-		if format == FormatJRDL {
+		switch format {
+		case FormatJRDL:
 			return jrdl.Decode(root)
+		case FormatJSDL:
+			return jsdl.Decode(root)
 		}
 		return dds.Decode(root)
 	}

@@ -184,7 +184,7 @@ func TestDetect(t *testing.T) {
 	}
 	for _, bad := range []struct{ data, contentType, want string }{
 		{"", "", "the document is empty"},
-		{"<html/>", "", "XML root element <html> is neither <jrdl> nor <topology>"},
+		{"<html/>", "", "XML root element <html> is neither <jrdl>, <topology> nor <JobDefinition> (JSDL)"},
 		{"name: x\n", "", "YAML without any key of a v3 task description"},
 		{"just words", "", "YAML without any key"},
 		{"<jrdl", "application/xml", "XML without a readable root element"},

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/cluster"
+	"github.com/gridwire/gridwire/services/ingest"
+)
+
+// A JSDL job (POSIX application, a staged-in input, a staged-out result, environment
+// and standard output named by the document) goes through the whole pipeline on the fork
+// cluster: ingest detects JSDL by its root element, and everything downstream sees the
+// canonical job only.
+func TestJSDLJobRunsEndToEnd(t *testing.T) {
+	root := t.TempDir()
+	cfg, err := cluster.Parse("jsdl.yaml", []byte(fmt.Sprintf(`clusters:
+  - {name: local, kind: fork, profile: fork, lrms: Fork}
+stager:
+  file_roots: [{path: %q, access: read-write}]
+`, root)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarnessWith(t, cfg)
+	src := filepath.Join(root, "words.txt")
+	if err := os.WriteFile(src, []byte("grid jobs\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(root, "results")
+	if err := os.Mkdir(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	doc := `<?xml version="1.0" encoding="UTF-8"?>
+<jsdl:JobDefinition xmlns:jsdl="http://schemas.ggf.org/jsdl/2005/11/jsdl"
+    xmlns:jsdl-posix="http://schemas.ggf.org/jsdl/2005/11/jsdl-posix">
+  <jsdl:JobDescription>
+    <jsdl:JobIdentification><jsdl:JobName>upper</jsdl:JobName></jsdl:JobIdentification>
+    <jsdl:Application>
+      <jsdl-posix:POSIXApplication>
+        <jsdl-posix:Executable>/bin/sh</jsdl-posix:Executable>
+        <jsdl-posix:Argument>-c</jsdl-posix:Argument>
+        <jsdl-posix:Argument>tr a-z A-Z &lt; in.txt &gt; out.txt; echo "$GREETING"</jsdl-posix:Argument>
+        <jsdl-posix:Output>log.txt</jsdl-posix:Output>
+        <jsdl-posix:Environment name="GREETING">hello from jsdl</jsdl-posix:Environment>
+        <jsdl-posix:WallTimeLimit>600</jsdl-posix:WallTimeLimit>
+      </jsdl-posix:POSIXApplication>
+    </jsdl:Application>
+    <jsdl:DataStaging>
+      <jsdl:FileName>in.txt</jsdl:FileName>
+      <jsdl:CreationFlag>overwrite</jsdl:CreationFlag>
+      <jsdl:Source><jsdl:URI>file://` + src + `</jsdl:URI></jsdl:Source>
+    </jsdl:DataStaging>
+    <jsdl:DataStaging>
+      <jsdl:FileName>log.txt</jsdl:FileName>
+      <jsdl:Target><jsdl:URI>file://` + dst + `/log.txt</jsdl:URI></jsdl:Target>
+    </jsdl:DataStaging>
+    <jsdl:DataStaging>
+      <jsdl:FileName>out.txt</jsdl:FileName>
+      <jsdl:Target><jsdl:URI>file://` + dst + `/out.txt</jsdl:URI></jsdl:Target>
+    </jsdl:DataStaging>
+  </jsdl:JobDescription>
+</jsdl:JobDefinition>
+`
+	acc, err := h.submit.Submit(context.Background(), ingest.Submission{File: "upper.jsdl", Data: []byte(doc), Submitter: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := acc.Jobs[0]
+	st := h.waitEnd(id)
+	if st.Status != events.StatusSucceeded {
+		t.Fatalf("state %s reason %q, want SUCCEEDED", st.Status, st.Reason)
+	}
+	out, err := os.ReadFile(filepath.Join(dst, "out.txt"))
+	if err != nil || string(out) != "GRID JOBS\n" {
+		t.Fatalf("staged-out result %q (%v), want the input upper-cased", out, err)
+	}
+	log, err := os.ReadFile(filepath.Join(dst, "log.txt"))
+	if err != nil || !strings.Contains(string(log), "hello from jsdl") {
+		t.Fatalf("standard output staged to the Output file's Target: %q (%v)", log, err)
+	}
+	var sub events.Job
+	for _, e := range h.history(id) {
+		if e.Name == events.Submitted {
+			if err := e.Payload(&sub); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if sub.Original.Format != ingest.FormatJSDL {
+		t.Fatalf("submitted format %q, want jsdl", sub.Original.Format)
+	}
+	h.assertCleanHistory(id)
+}
