@@ -54,6 +54,7 @@ stager:
     <jsdl:DataStaging>
       <jsdl:FileName>in.txt</jsdl:FileName>
       <jsdl:CreationFlag>overwrite</jsdl:CreationFlag>
+      <jsdl:DeleteOnTermination>true</jsdl:DeleteOnTermination>
       <jsdl:Source><jsdl:URI>file://` + src + `</jsdl:URI></jsdl:Source>
     </jsdl:DataStaging>
     <jsdl:DataStaging>
@@ -83,6 +84,12 @@ stager:
 	log, err := os.ReadFile(filepath.Join(dst, "log.txt"))
 	if err != nil || !strings.Contains(string(log), "hello from jsdl") {
 		t.Fatalf("standard output staged to the Output file's Target: %q (%v)", log, err)
+	}
+	if _, err := os.Stat(filepath.Join(h.workDir(id), "in.txt")); !os.IsNotExist(err) {
+		t.Fatalf("in.txt (DeleteOnTermination) is still in the job's directory: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(h.workDir(id), "out.txt")); err != nil {
+		t.Fatalf("out.txt (not marked for deletion) is gone: %v", err)
 	}
 	var sub events.Job
 	for _, e := range h.history(id) {
