@@ -23,7 +23,7 @@ func TestExamplesRun(t *testing.T) {
 		}
 		formats[jobs[0].Original.Format] = true
 	}
-	for _, f := range []string{"v3-json", "v3-yaml", "jrdl", "dds"} {
+	for _, f := range []string{"v3-json", "v3-yaml", "jrdl", "dds", "jsdl"} {
 		if !formats[f] {
 			t.Errorf("no example in %s (have %v)", f, formats)
 		}

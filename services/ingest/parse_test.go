@@ -206,7 +206,7 @@ func TestForcedFormat(t *testing.T) {
 		t.Fatalf("YAML forced as JSON: %v", err)
 	}
 	_, err = Parse("a", yaml, ParseOptions{Format: "rsl"})
-	if err == nil || err.Error() != `a:1:1: (format): unknown format "rsl" (one of v3-json, v3-yaml, jrdl, dds, ptp-submit)` {
+	if err == nil || err.Error() != `a:1:1: (format): unknown format "rsl" (one of v3-json, v3-yaml, jrdl, dds, jsdl, ptp-submit)` {
 		t.Fatalf("unknown format: %v", err)
 	}
 }
