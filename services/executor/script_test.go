@@ -253,9 +253,12 @@ func TestBatchTargetTakesOverAStaleLock(t *testing.T) {
 	}
 	old := time.Now().Add(-3 * time.Minute)
 	os.Chtimes(lock, old, old)
+	// The first call's script goes on for a grace period after its caller left, still
+	// waiting on the lock: either it or this call takes the stale lock over, and the
+	// other finds that run. Either way START runs exactly once.
 	run, err := tg.Start(context.Background(), st)
-	if err != nil || run.Adopted || run.NativeID != "1000" || lines(t, calls) != 1 {
-		t.Fatalf("after the lock went stale: %+v %v, %d submissions; want one fresh submission", run, err, lines(t, calls))
+	if err != nil || run.NativeID != "1000" || lines(t, calls) != 1 {
+		t.Fatalf("after the lock went stale: %+v %v, %d submissions; want one submission", run, err, lines(t, calls))
 	}
 	if m, _ := filepath.Glob(lock + ".abandoned-*"); len(m) != 1 {
 		t.Errorf("the stale lock was not kept aside: %v", m)
