@@ -146,22 +146,8 @@ func (p *projector) consume(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("projection consumer: %w", err)
 	}
-	msgs := make(chan jetstream.Msg, 1024)
-	go func() {
-		defer close(msgs)
-		for {
-			m, err := it.Next()
-			if err != nil {
-				return
-			}
-			msgs <- m
-		}
-	}()
-	defer func() {
-		it.Stop()
-		for range msgs {
-		}
-	}()
+	msgs, drain := feed(it, 1024)
+	defer drain()
 	return p.loop(ctx, msgs)
 }
 
@@ -230,4 +216,26 @@ func (p *projector) flush(ctx context.Context) error {
 	clear(p.dirty)
 	p.written = p.folded
 	return nil
+}
+
+// feed turns a pull iterator into a channel of up to n waiting messages, for a loop that
+// also selects on other things. drain stops the iterator and waits for the goroutine
+// that feeds the channel, so none outlives its reader.
+func feed(it jetstream.MessagesContext, n int) (msgs <-chan jetstream.Msg, drain func()) {
+	ch := make(chan jetstream.Msg, n)
+	go func() {
+		defer close(ch)
+		for {
+			m, err := it.Next()
+			if err != nil {
+				return
+			}
+			ch <- m
+		}
+	}()
+	return ch, func() {
+		it.Stop()
+		for range ch {
+		}
+	}
 }

@@ -51,22 +51,8 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request) {
 	defer it.Stop()
 	stop := context.AfterFunc(r.Context(), it.Stop)
 	defer stop()
-	msgs := make(chan jetstream.Msg, 256)
-	go func() {
-		defer close(msgs)
-		for {
-			m, err := it.Next()
-			if err != nil {
-				return
-			}
-			msgs <- m
-		}
-	}()
-	defer func() {
-		it.Stop()
-		for range msgs {
-		}
-	}()
+	msgs, drain := feed(it, 256)
+	defer drain()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)

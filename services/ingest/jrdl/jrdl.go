@@ -153,21 +153,27 @@ func (d *decoder) job(el *xmltree.Element, index int) ([]events.Job, bool) {
 		if base.Coallocation != nil {
 			job.Coallocation.Contact, job.Coallocation.JobManager = base.Coallocation.Contact, base.Coallocation.JobManager
 		}
-		subScope := &scope{defs: sc.defs, path: spath, reserved: copySet(sc.reserved), counts: &counts{}}
-		for _, c := range s.Children {
-			if c.Name == "subjob" || c.Name == "substitutionDef" {
-				d.list.Addf(c.Line, c.Col, spath+"/"+c.Name, "not allowed inside <subjob>")
-				continue
-			}
-			d.attribute(c, &job, subScope, false)
-		}
-		d.checkTimes(s, &job, spath)
-		subScope.counts.check(d, spath)
-		job.Original.Path = spath
-		job.Substitutions = reservedUsed(subScope.reserved)
-		out = append(out, job)
+		out = append(out, d.subjob(s, spath, job, sc))
 	}
 	return out, true
+}
+
+// subjob reads one <subjob> over job (a copy of its parent's attributes) in a scope of
+// its own, for the co-allocated and the htc readings alike.
+func (d *decoder) subjob(s *xmltree.Element, spath string, job events.Job, sc *scope) events.Job {
+	subScope := &scope{defs: sc.defs, path: spath, reserved: copySet(sc.reserved), counts: &counts{}}
+	for _, c := range s.Children {
+		if c.Name == "subjob" || c.Name == "substitutionDef" {
+			d.list.Addf(c.Line, c.Col, spath+"/"+c.Name, "not allowed inside <subjob>")
+			continue
+		}
+		d.attribute(c, &job, subScope, false)
+	}
+	d.checkTimes(s, &job, spath)
+	subScope.counts.check(d, spath)
+	job.Original.Path = spath
+	job.Substitutions = reservedUsed(subScope.reserved)
+	return job
 }
 
 func copyDefs(m map[string]definition) map[string]definition {
@@ -428,19 +434,7 @@ func (d *decoder) htc(el *xmltree.Element, base events.Job, subs []*xmltree.Elem
 		spath := path + "/subjob[" + strconv.Itoa(k) + "]"
 		d.plainAttrs(s, spath)
 		job := clone(base)
-		subScope := &scope{defs: sc.defs, path: spath, reserved: copySet(sc.reserved), counts: &counts{}}
-		for _, c := range s.Children {
-			if c.Name == "subjob" || c.Name == "substitutionDef" {
-				d.list.Addf(c.Line, c.Col, spath+"/"+c.Name, "not allowed inside <subjob>")
-				continue
-			}
-			d.attribute(c, &job, subScope, false)
-		}
-		d.checkTimes(s, &job, spath)
-		subScope.counts.check(d, spath)
-		job.Original.Path = spath
-		job.Substitutions = reservedUsed(subScope.reserved)
-		out = append(out, job)
+		out = append(out, d.subjob(s, spath, job, sc))
 	}
 	for k := len(subs); k < n; k++ {
 		job := clone(base)
