@@ -39,7 +39,7 @@ type renderCtx struct {
 	exe   string
 	args  []string
 	extra map[string]profile.Value // per-template fields: TARGET, ARGUMENTS, FILE_NAME
-	// reserved are the JRDL reserved names the JOB script fills on the target.
+	// reserved are the run-time names (events.RuntimeValues) the JOB script fills on the target.
 	reserved map[string]bool
 	// jobDependent is set when a probe render needed a job value.
 	jobDependent bool

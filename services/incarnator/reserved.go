@@ -11,49 +11,24 @@ import (
 	"github.com/gridwire/gridwire/pkg/substitute"
 )
 
-// JRDL's reserved substitution names (its Table 1) stand for values only the target
-// knows: the account's home, its login name, the host's CPU and OS. Ingest leaves them
-// as {NAME} placeholders and lists them in Job.Substitutions; the JOB script fills them
+// The run-time names (events.RuntimeValues) stand for values only the target knows:
+// the account's home, its login name, the host's CPU and OS. Ingest leaves them as
+// {NAME} placeholders and lists them in Job.Substitutions; the JOB script fills them
 // when it runs, on the target, by assigning each used name to a GW_SUB_ variable first
 // and writing every job word that holds one as a concatenation of quoted literal parts
 // and "$GW_SUB_NAME" (a double-quoted expansion: no splitting, no globbing, no second
-// expansion of what the value holds).
-//
-// runtimeValues maps each name to the shell expression that yields it on the target.
-// GLOBUS_RMS_JOB_CONTACT is filled at plan time (contactValue); the names with no
-// meaning on a gridwire target are refused (refusedReserved).
-var runtimeValues = map[string]string{
-	"HOME":                     `${HOME:-$(cd && pwd)}`,
-	"LOGNAME":                  `${LOGNAME:-$(id -un)}`,
-	"JOBID":                    `$` + events.VarJobID,
-	"GLOBUS_LOCATION":          `${GLOBUS_LOCATION-}`,
-	"X509_CERT_DIR":            `${X509_CERT_DIR:-/etc/grid-security/certificates}`,
-	"GLOBUS_HOST_CPUTYPE":      `$(uname -m)`,
-	"GLOBUS_HOST_MANUFACTURER": `unknown`,
-	"GLOBUS_HOST_OSNAME":       `$(uname -s)`,
-	"GLOBUS_HOST_OSVERSION":    `$(uname -r)`,
-	// DDS_LOCATION of a DDS task (ingest's {dds_location}): DDS's installation on the
-	// worker; gridwire installs none, so the account's own DDS_LOCATION if it has one,
-	// else the job's working directory.
-	"dds_location": `${DDS_LOCATION:-$` + events.VarWorkDir + `}`,
-}
-
-// refusedReserved are reserved names a gridwire target cannot fill truthfully.
-var refusedReserved = map[string]string{
-	"GLOBUSRUN_GASS_URL": "gridwire runs no GASS server (its stager moves the job's files)",
-	"CUR_DIRL":           "the directory the client was started in is not sent with the job",
-	"CUR_DIR":            "the directory the client was started in is not sent with the job",
-}
+// expansion of what the value holds). The contact (events.RuntimeContact) is filled at
+// plan time (contactValue); names no target can fill are refused (events.RuntimeRefused).
 
 // reservedVars names the reserved placeholders this job uses that the JOB script fills,
 // or refuses a job that uses one no target can fill.
 func reservedVars(job *events.Job) (map[string]bool, error) {
 	var used map[string]bool
 	for _, name := range job.Substitutions {
-		if why, ok := refusedReserved[name]; ok {
+		if why, ok := events.RuntimeRefused[name]; ok {
 			return nil, fmt.Errorf("substitution {%s}: %s", name, why)
 		}
-		if _, ok := runtimeValues[name]; ok || name == "GLOBUS_RMS_JOB_CONTACT" {
+		if _, ok := events.RuntimeValues[name]; ok || name == events.RuntimeContact {
 			if used == nil {
 				used = map[string]bool{}
 			}
@@ -66,8 +41,8 @@ func reservedVars(job *events.Job) (map[string]bool, error) {
 // assignReserved writes the GW_SUB_ assignments for the names used, in a fixed order.
 func (c *renderCtx) assignReserved(b []byte) []byte {
 	for _, name := range sortedKeys(c.reserved) {
-		v, ok := runtimeValues[name]
-		if !ok { // GLOBUS_RMS_JOB_CONTACT
+		v, ok := events.RuntimeValues[name]
+		if !ok { // events.RuntimeContact
 			v = shellquote.Quote(c.contactValue())
 		}
 		b = append(b, "GW_SUB_"+name+"="+v+"\n"...)

@@ -83,8 +83,8 @@ func durationSeconds(job *events.Job) int64 {
 	return int64((job.Duration + time.Second - 1) / time.Second)
 }
 
-// durationLabel names the limit as the description wrote it (JRDL's jobDuration) or
-// else by its length.
+// durationLabel names the limit as the description wrote it (a wall time given as
+// jobDuration) or else by its length.
 func durationLabel(job *events.Job) string {
 	if job.Walltime != nil {
 		return "jobDuration " + job.Walltime.String()
