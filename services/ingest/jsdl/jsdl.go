@@ -176,82 +176,91 @@ func (d *decoder) program(el *xmltree.Element, path string, job *events.Job) {
 			continue
 		}
 		seen[c.Name] = true
-		switch c.Name {
-		case "Executable":
-			job.Executable = d.text(c, p, true)
-		case "Argument":
-			job.Arguments = append(job.Arguments, d.text(c, p, false))
-		case "Input":
-			if v := d.relPath(c, p); v != "" {
-				d.streams = append(d.streams, stream{kind: c.Name, name: v, el: c, path: p})
-			}
-		case "Output":
-			if v := d.relPath(c, p); v != "" {
-				d.streams = append(d.streams, stream{kind: c.Name, name: v, el: c, path: p})
-			}
-		case "Error":
-			if v := d.relPath(c, p); v != "" {
-				d.streams = append(d.streams, stream{kind: c.Name, name: v, el: c, path: p})
-			}
-		case "WorkingDirectory":
-			job.Directory = d.text(c, p, true)
-		case "Environment":
-			d.attrs(c, p, "name", "filesystemName")
-			if _, fs := c.Attr("filesystemName"); fs {
-				d.list.Add(c.Line, c.Col, p, "attribute filesystemName is not supported (the gateway defines no JSDL file systems)")
-			}
-			name, ok := c.Attr("name")
-			if !ok || !validEnvName(name) {
-				d.list.Addf(c.Line, c.Col, p, "attribute name %q is not an environment variable name (letters, digits, '_')", name)
-				continue
-			}
-			job.Environment = append(job.Environment, events.EnvVar{Name: name, Value: d.text(c, p, false)})
-		case "WallTimeLimit":
-			if n, ok := d.number(c, p, ns == NSPOSIX || ns == NSSPMD); ok {
-				if n > math.MaxInt64/int64(time.Second) {
-					d.list.Add(c.Line, c.Col, p, "is too large")
-					continue
-				}
-				job.Duration = time.Duration(n) * time.Second
-			}
-		case "MemoryLimit":
-			if n, ok := d.number(c, p, ns == NSPOSIX || ns == NSSPMD); ok {
-				setRAM(job, n, c, p)
-			}
-		case "NumberOfProcesses":
-			if n, ok := d.count(c, p, ns == NSSPMD); ok {
-				job.Count = int(n)
-				job.Requirements.Processors = n
-				job.Requirements.SetOrigin("processors", origin(c, p))
-			}
-		case "ProcessesPerHost":
-			if n, ok := d.count(c, p, ns == NSSPMD); ok {
-				job.Requirements.SMPSize = n
-				job.Requirements.SetOrigin("smp_size", origin(c, p))
-			}
-		case "SPMDVariation":
-			if ns != NSSPMD {
-				d.list.Add(c.Line, c.Col, p, "unknown element")
-				continue
-			}
-			v := d.text(c, p, true)
-			if v != "" && !mpiVariation(v) {
-				d.list.Addf(c.Line, c.Col, p, "%q is not an MPI variation the gateway runs (one of the jsdl-spmd MPI, MPICH1, MPICH2, OpenMPI, IntelMPI, LAM-MPI URIs)", v)
-			}
-		case "FileSizeLimit", "CoreDumpLimit", "DataSegmentLimit", "LockedMemoryLimit",
-			"OpenDescriptorsLimit", "PipeSizeLimit", "StackSizeLimit", "CPUTimeLimit",
-			"ProcessCountLimit", "VirtualMemoryLimit", "ThreadCountLimit", "ThreadsPerProcess":
-			d.list.Add(c.Line, c.Col, p, "not supported: the gateway cannot enforce this limit on every target, so it refuses the job rather than ignore it")
-		case "UserName", "GroupName":
-			d.list.Add(c.Line, c.Col, p, "not supported: jobs run as the gateway's account on the target, never as a named user or group")
-		default:
-			d.list.Add(c.Line, c.Col, p, "unknown element")
-		}
+		d.programElement(c, p, ns, job)
 	}
 	if ns == NSSPMD {
 		job.MPI, job.JobType = true, events.JobMPI
 		if job.Count == 0 {
 			job.Count = 1
+		}
+	}
+}
+
+// programElement reads one child of a POSIX, HPCPA or SPMD application element.
+func (d *decoder) programElement(c *xmltree.Element, p, ns string, job *events.Job) {
+	switch c.Name {
+	case "Executable":
+		job.Executable = d.text(c, p, true)
+	case "Argument":
+		job.Arguments = append(job.Arguments, d.text(c, p, false))
+	case "Input", "Output", "Error":
+		if v := d.relPath(c, p); v != "" {
+			d.streams = append(d.streams, stream{kind: c.Name, name: v, el: c, path: p})
+		}
+	case "WorkingDirectory":
+		job.Directory = d.text(c, p, true)
+	case "Environment":
+		d.environment(c, p, job)
+	case "WallTimeLimit", "MemoryLimit", "NumberOfProcesses", "ProcessesPerHost", "SPMDVariation":
+		d.programLimit(c, p, ns, job)
+	case "FileSizeLimit", "CoreDumpLimit", "DataSegmentLimit", "LockedMemoryLimit",
+		"OpenDescriptorsLimit", "PipeSizeLimit", "StackSizeLimit", "CPUTimeLimit",
+		"ProcessCountLimit", "VirtualMemoryLimit", "ThreadCountLimit", "ThreadsPerProcess":
+		d.list.Add(c.Line, c.Col, p, "not supported: the gateway cannot enforce this limit on every target, so it refuses the job rather than ignore it")
+	case "UserName", "GroupName":
+		d.list.Add(c.Line, c.Col, p, "not supported: jobs run as the gateway's account on the target, never as a named user or group")
+	default:
+		d.list.Add(c.Line, c.Col, p, "unknown element")
+	}
+}
+
+// environment reads one Environment element: a variable of the job.
+func (d *decoder) environment(c *xmltree.Element, p string, job *events.Job) {
+	d.attrs(c, p, "name", "filesystemName")
+	if _, fs := c.Attr("filesystemName"); fs {
+		d.list.Add(c.Line, c.Col, p, "attribute filesystemName is not supported (the gateway defines no JSDL file systems)")
+	}
+	name, ok := c.Attr("name")
+	if !ok || !validEnvName(name) {
+		d.list.Addf(c.Line, c.Col, p, "attribute name %q is not an environment variable name (letters, digits, '_')", name)
+		return
+	}
+	job.Environment = append(job.Environment, events.EnvVar{Name: name, Value: d.text(c, p, false)})
+}
+
+// programLimit reads the limits and process counts the gateway acts on.
+func (d *decoder) programLimit(c *xmltree.Element, p, ns string, job *events.Job) {
+	switch c.Name {
+	case "WallTimeLimit":
+		if n, ok := d.number(c, p, ns == NSPOSIX || ns == NSSPMD); ok {
+			if n > math.MaxInt64/int64(time.Second) {
+				d.list.Add(c.Line, c.Col, p, "is too large")
+				return
+			}
+			job.Duration = time.Duration(n) * time.Second
+		}
+	case "MemoryLimit":
+		if n, ok := d.number(c, p, ns == NSPOSIX || ns == NSSPMD); ok {
+			setRAM(job, n, c, p)
+		}
+	case "NumberOfProcesses":
+		if n, ok := d.count(c, p, ns == NSSPMD); ok {
+			job.Count = int(n)
+			job.Requirements.Processors = n
+			job.Requirements.SetOrigin("processors", origin(c, p))
+		}
+	case "ProcessesPerHost":
+		if n, ok := d.count(c, p, ns == NSSPMD); ok {
+			job.Requirements.SMPSize = n
+			job.Requirements.SetOrigin("smp_size", origin(c, p))
+		}
+	case "SPMDVariation":
+		if ns != NSSPMD {
+			d.list.Add(c.Line, c.Col, p, "unknown element")
+			return
+		}
+		if v := d.text(c, p, true); v != "" && !mpiVariation(v) {
+			d.list.Addf(c.Line, c.Col, p, "%q is not an MPI variation the gateway runs (one of the jsdl-spmd MPI, MPICH1, MPICH2, OpenMPI, IntelMPI, LAM-MPI URIs)", v)
 		}
 	}
 }
