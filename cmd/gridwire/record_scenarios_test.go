@@ -200,26 +200,14 @@ var scenarios = []scenario{
 		r.expect(id, events.StatusSucceeded)
 	}},
 	{"status-unknown-known", "the target cannot be asked while the job runs (status_unknown), answers again (status_known), then the job ends", func(r *recorder) {
-		p := &outage{inner: watcher.ForkProber{}}
-		r.open("watcher")
-		r.watchThrough(p)
-		id := r.submitGated()
-		r.status(id, events.StatusRunning)
-		p.down.Store(true)
-		r.waitFor(id, "status_unknown", func(s events.State) bool { return s.StatusUnknown })
+		id, p := r.runningBehindOutage()
 		p.down.Store(false)
 		r.waitFor(id, "status_known", func(s events.State) bool { return !s.StatusUnknown })
 		r.release(id, "0")
 		r.expect(id, events.StatusSucceeded)
 	}},
 	{"status-unknown-exit-during-outage", "the job ends while its target cannot be asked: the exit is recorded only once the target answers", func(r *recorder) {
-		p := &outage{inner: watcher.ForkProber{}}
-		r.open("watcher")
-		r.watchThrough(p)
-		id := r.submitGated()
-		r.status(id, events.StatusRunning)
-		p.down.Store(true)
-		r.waitFor(id, "status_unknown", func(s events.State) bool { return s.StatusUnknown })
+		id, p := r.runningBehindOutage()
 		r.release(id, "5")
 		waitForFile(r, filepath.Join(r.workDir(id), events.ExitFile))
 		p.down.Store(false)
@@ -508,3 +496,16 @@ const jrdlCoallocated = `<jrdl>
   </job>
 </jrdl>
 `
+
+// runningBehindOutage submits a gated job, waits for it to run, then cuts the watcher
+// off from its target until status_unknown is recorded; p.down ends the outage.
+func (r *recorder) runningBehindOutage() (string, *outage) {
+	p := &outage{inner: watcher.ForkProber{}}
+	r.open("watcher")
+	r.watchThrough(p)
+	id := r.submitGated()
+	r.status(id, events.StatusRunning)
+	p.down.Store(true)
+	r.waitFor(id, "status_unknown", func(s events.State) bool { return s.StatusUnknown })
+	return id, p
+}
