@@ -144,6 +144,21 @@ func canonical(s string) bool {
 	return s == NativeQueued || s == NativeRunning || s == NativeHeld || s == NativeEnded
 }
 
+// runtimeReplacements reports each two-level replacement on a value only the target
+// knows whose regular expression sed cannot apply there as Java would.
+func runtimeReplacements(p *profile.Profile, t *profile.Template, inv *profile.Invocation, txt *profile.Text) []error {
+	var errs []error
+	for _, r := range txt.Replacements() {
+		if r.From == nil || r.SedErr == nil || !runtimeNames[r.Name] || t.Field(r.Name) != nil && t.Field(r.Name).Value != nil {
+			continue
+		}
+		errs = append(errs, &profile.Error{Pos: inv.Pos, Field: "Body", Msg: fmt.Sprintf(
+			"template %s variation %q of profile %q: <%s/%s/%s> is applied on the target with sed, and it is %v",
+			t.Name, inv.Name, p.Name, r.Name, r.From, r.JavaTo, r.SedErr)})
+	}
+	return errs
+}
+
 // undefinedNames reports each replacement a template uses that neither one of its
 // fields nor a special field defines: no job could ever be rendered through it, so it is
 // refused when the profile is loaded (and by profiles check), not blamed on every job.
@@ -151,20 +166,23 @@ func undefinedNames(p *profile.Profile) []error {
 	var errs []error
 	for _, t := range p.Templates {
 		for _, inv := range t.Invocations {
-			var names []string
+			var txt *profile.Text
 			switch {
 			case inv.Body != nil:
-				names = inv.Body.Names()
+				txt = inv.Body
 			case inv.Static != nil && inv.Static.Arguments != nil:
-				names = inv.Static.Arguments.Names()
+				txt = inv.Static.Arguments
+			default:
+				continue
 			}
-			for _, n := range names {
+			for _, n := range txt.Names() {
 				if t.Field(n) == nil && !isSpecial(n) {
 					errs = append(errs, &profile.Error{Pos: inv.Pos, Field: "Body", Msg: fmt.Sprintf(
 						"template %s variation %q of profile %q uses <%s>, which no field of the template and no special field defines",
 						t.Name, inv.Name, p.Name, n)})
 				}
 			}
+			errs = append(errs, runtimeReplacements(p, t, inv, txt)...)
 		}
 	}
 	return errs

@@ -24,6 +24,13 @@ var specialNames = map[string]bool{
 	"EXECUTABLE": true, "ARGUMENTS": true, "TARGET": true, "FILE_NAME": true, "START_TIME": true, "START_TIME_PBS": true,
 }
 
+// runtimeNames are the special fields whose value only the target knows (USER_NAME
+// when the cluster's config names no user): a two-level replacement on one runs there.
+var runtimeNames = map[string]bool{
+	"USER_NAME": true, "WORKING_DIRECTORY": true, "JOB_ID": true, "NATIVE_ID": true,
+	"NATIVE_IDS": true, "JOB_SCRIPT": true, "FILE": true,
+}
+
 const infoPrefix = "TargetSystemInfo:"
 
 func isSpecial(name string) bool {
@@ -51,6 +58,13 @@ func (c *renderCtx) sources() profile.Sources {
 
 func trusted(s string) profile.Value { return profile.Value{Text: s, Trusted: true} }
 
+// runtimeValue is a value only the target knows, as the shell expansion that yields it: a
+// plain replacement writes the expansion in double quotes, a two-level one applies its
+// regular expression to the expanded value on the target.
+func runtimeValue(expr string) profile.Value {
+	return profile.Value{Text: `"` + expr + `"`, Trusted: true, Runtime: expr}
+}
+
 func (c *renderCtx) special(name string) (profile.Value, bool) {
 	if v, ok := c.extra[name]; ok {
 		return v, true
@@ -60,21 +74,21 @@ func (c *renderCtx) special(name string) (profile.Value, bool) {
 		if c.t.cl.User != "" {
 			return trusted(c.t.cl.User), true
 		}
-		return trusted(`"$(id -un)"`), true
+		return runtimeValue(`$(id -un)`), true
 	case "WORKING_DIRECTORY":
-		return trusted(`"$` + events.VarWorkDir + `"`), true
+		return runtimeValue(`$` + events.VarWorkDir), true
 	case "WORK_ROOT":
 		return trusted(c.t.root), true
 	case "JOB_ID":
-		return trusted(`"$` + events.VarJobID + `"`), true
+		return runtimeValue(`$` + events.VarJobID), true
 	case "NATIVE_ID":
-		return trusted(`"$` + events.VarNativeID + `"`), true
+		return runtimeValue(`$` + events.VarNativeID), true
 	case "NATIVE_IDS":
-		return trusted(`$` + events.VarNativeIDList), true
+		return profile.Value{Text: `$` + events.VarNativeIDList, Trusted: true, Runtime: `$` + events.VarNativeIDList, Split: true}, true
 	case "JOB_SCRIPT":
-		return trusted(`"$` + events.VarWorkDir + `"/` + events.ScriptFile), true
+		return profile.Value{Text: `"$` + events.VarWorkDir + `"/` + events.ScriptFile, Trusted: true, Runtime: `$` + events.VarWorkDir + `/` + events.ScriptFile}, true
 	case "FILE":
-		return trusted(`"${GW_PATH:-$` + events.VarWorkDir + `}"`), true
+		return runtimeValue(`${GW_PATH:-$` + events.VarWorkDir + `}`), true
 	case "LRMS":
 		return trusted(c.t.cl.LRMS), true
 	case "SSH:HOST", "SSH:PORT":

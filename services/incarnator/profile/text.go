@@ -28,6 +28,10 @@ type Replacement struct {
 	From   *regexp.Regexp
 	To     string
 	JavaTo string // To as written
+	// Sed is the same replacement as a sed -E script, for values only the target knows;
+	// SedErr says why there is none.
+	Sed    string
+	SedErr error
 	Place  Place
 	Offset int // byte offset in Source
 }
@@ -149,7 +153,8 @@ func scanReplacement(src string, i int) (*Replacement, int, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("replacement <%s/%s/%s>: %w", name, from, to, err)
 	}
-	return &Replacement{Name: name, From: re, To: goTo, JavaTo: to}, end + 1 - i, nil
+	sed, sedErr := sedProgram(from, to)
+	return &Replacement{Name: name, From: re, To: goTo, JavaTo: to, Sed: sed, SedErr: sedErr}, end + 1 - i, nil
 }
 
 // scanPart reads up to an unescaped stop byte on the same line; it returns the part as
@@ -194,6 +199,24 @@ type Value struct {
 	List []string
 	// Trusted values come from the profile or the operator's config and are written raw.
 	Trusted bool
+	// Runtime, when set, is the POSIX shell expansion that yields the value on the
+	// target ($GW_WORKDIR, $(id -un)); Text is how a plain replacement writes it. A
+	// two-level replacement is applied there, to what Runtime yields.
+	Runtime string
+	// Split marks a run-time value the plain form leaves to field splitting (a list of
+	// native IDs); the two-level form is split likewise.
+	Split bool
+}
+
+// Replacements lists the text's replacements in order.
+func (t *Text) Replacements() []*Replacement {
+	var out []*Replacement
+	for _, s := range t.Segs {
+		if s.Repl != nil {
+			out = append(out, s.Repl)
+		}
+	}
+	return out
 }
 
 func (r *Replacement) apply(s string) string {
@@ -204,6 +227,9 @@ func (r *Replacement) apply(s string) string {
 }
 
 func (r *Replacement) appendValue(out []byte, v Value) ([]byte, error) {
+	if v.Runtime != "" && r.From != nil {
+		return r.appendRuntime(out, v)
+	}
 	if v.List == nil {
 		if v.Trusted {
 			return append(out, r.apply(v.Text)...), nil
@@ -224,6 +250,33 @@ func (r *Replacement) appendValue(out []byte, v Value) ([]byte, error) {
 		}
 	}
 	return out, nil
+}
+
+// appendRuntime writes a two-level replacement on a run-time value: a command
+// substitution that pipes the value, quoted, through the replacement's sed script, itself
+// one quoted word. Inside double quotes it stands as it is; outside quotes it is quoted
+// (unless the value is a list of words); inside single quotes those are closed around it.
+func (r *Replacement) appendRuntime(out []byte, v Value) ([]byte, error) {
+	if r.SedErr != nil {
+		return out, &PlacementError{Name: r.Name, Why: "a two-level replacement on a value only the target knows runs there with sed, and " + r.SedErr.Error()}
+	}
+	cmd := `$(printf '%s\n' "` + v.Runtime + `" | sed -E ` + quote(r.Sed) + `)`
+	switch r.Place.Kind {
+	case PlacePlain:
+		if v.Split {
+			return append(out, cmd...), nil
+		}
+		return append(append(append(out, '"'), cmd...), '"'), nil
+	case PlaceDouble:
+		return append(out, cmd...), nil
+	case PlaceSingle:
+		return append(append(append(out, `'"`...), cmd...), `"'`...), nil
+	}
+	where := r.Place.Reason
+	if r.Place.Kind == PlaceArith {
+		where = "inside $((...))"
+	}
+	return out, &PlacementError{Name: r.Name, Why: "a run-time value cannot be placed " + where}
 }
 
 func (r *Replacement) appendWord(out []byte, s string) ([]byte, error) {
