@@ -119,7 +119,7 @@ func TestRunTimeReplacementPlaces(t *testing.T) {
 	}
 	one := Value{Text: `"$V"`, Trusted: true, Runtime: `$V`}
 	for src, want := range map[string]string{
-		`<V/\/[^\/]*$/>`:       `[/a b]`,
+		`<V/\/[^\/]*$/>`:      `[/a b]`,
 		`"in <V/ /_> quotes"`: `[in /a_b/c_d quotes]`,
 		`'in <V/ /_> single'`: `[in /a_b/c_d single]`,
 	} {
