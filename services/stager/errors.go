@@ -16,7 +16,7 @@ func (p permanent) Unwrap() error { return p.error }
 func isPermanent(err error) bool {
 	var p permanent
 	return errors.As(err, &p) || errors.Is(err, ErrPolicy) || errors.Is(err, ErrLocalName) ||
-		errors.Is(err, ErrRemote) || errors.Is(err, ErrScheme) || errors.Is(err, ErrFileRoot) ||
+		errors.Is(err, ErrRemote) || errors.Is(err, ErrScheme) || errors.Is(err, ErrFileRoot) || errors.Is(err, ErrTargetPath) ||
 		errors.Is(err, ErrTooLarge) || errors.Is(err, fs.ErrNotExist) || sshRefusal(err)
 }
 

@@ -115,6 +115,16 @@ type hostFS struct {
 	roots              []FileRoot
 	protected          []string // resolved absolute paths
 	cluster, principal string
+	// refused is the error a name outside every root wraps: ErrFileRoot when nil,
+	// ErrTargetPath when the roots are a fork cluster's target paths.
+	refused error
+}
+
+func (h hostFS) refusal() error {
+	if h.refused != nil {
+		return h.refused
+	}
+	return ErrFileRoot
 }
 
 // root finds the root that opens name to the job for want (AccessRead or AccessWrite),
@@ -122,10 +132,10 @@ type hostFS struct {
 // the resolved path.
 func (h hostFS) root(name, want string) (*os.Root, string, string, error) {
 	if strings.ContainsFunc(name, isControl) {
-		return nil, "", "", fmt.Errorf("%w: %q holds a control character", ErrFileRoot, name)
+		return nil, "", "", fmt.Errorf("%w: %q holds a control character", h.refusal(), name)
 	}
 	if !path.IsAbs(name) || slices.Contains(strings.Split(name, "/"), "..") {
-		return nil, "", "", fmt.Errorf("%w: %q must be absolute and without '..'", ErrFileRoot, name)
+		return nil, "", "", fmt.Errorf("%w: %q must be absolute and without '..'", h.refusal(), name)
 	}
 	type cand struct{ dir, rel string }
 	var cands []cand
@@ -137,7 +147,7 @@ func (h hostFS) root(name, want string) (*os.Root, string, string, error) {
 	}
 	if len(cands) == 0 {
 		return nil, "", "", fmt.Errorf("%w: %s is in no root open to %s for cluster %q and principal %q",
-			ErrFileRoot, name, verbOf(want), h.cluster, h.principal)
+			h.refusal(), name, verbOf(want), h.cluster, h.principal)
 	}
 	sort.Slice(cands, func(i, j int) bool { return len(cands[i].dir) > len(cands[j].dir) })
 	c := cands[0]
@@ -146,14 +156,14 @@ func (h hostFS) root(name, want string) (*os.Root, string, string, error) {
 	}
 	real, err := filepath.EvalSymlinks(c.dir)
 	if err != nil {
-		return nil, "", "", fmt.Errorf("%w: root %s: %v", ErrFileRoot, c.dir, err)
+		return nil, "", "", fmt.Errorf("%w: root %s: %v", h.refusal(), c.dir, err)
 	}
 	target, err := resolve(osFS{}, real, c.rel)
 	if err != nil {
 		return nil, "", "", err
 	}
 	if !within(real, target) {
-		return nil, "", "", fmt.Errorf("%w: %s resolves to %s, outside its root %s", ErrFileRoot, name, target, c.dir)
+		return nil, "", "", fmt.Errorf("%w: %s resolves to %s, outside its root %s", h.refusal(), name, target, c.dir)
 	}
 	for _, p := range h.protected {
 		if within(p, target) {
@@ -162,7 +172,7 @@ func (h hostFS) root(name, want string) (*os.Root, string, string, error) {
 	}
 	root, err := os.OpenRoot(real)
 	if err != nil {
-		return nil, "", "", fmt.Errorf("%w: opening root %s: %v", ErrFileRoot, c.dir, err)
+		return nil, "", "", fmt.Errorf("%w: opening root %s: %v", h.refusal(), c.dir, err)
 	}
 	return root, c.rel, target, nil
 }

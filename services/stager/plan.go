@@ -2,6 +2,7 @@ package stager
 
 import (
 	"fmt"
+	"path"
 	"strings"
 
 	"github.com/gridwire/gridwire/events"
@@ -22,7 +23,8 @@ type item struct {
 	tree     bool   // a directory, copied recursively
 	of       int    // attempts budget
 	remote   remote
-	local    string // name in the working directory
+	local    string // name in the working directory, or an absolute path on the target (abs)
+	abs      bool   // local is an absolute path on the target, within Config.TargetPaths
 	exec     bool   // the job's program: made executable once staged
 	err      error
 }
@@ -77,7 +79,7 @@ func inItem(f events.FileCopy, job events.Job, def int, stdio bool) item {
 	}
 	it.local, it.err = f.To, err
 	if err == nil && !stdio {
-		it.local, it.err = localName(f.To)
+		it.local, it.abs, it.err = nodeName(f.To)
 	}
 	it.exec = !stdio && !it.tree && it.err == nil && isProgram(job.Executable, it.local)
 	if it.err == nil && it.tree && !listable(r.url.Scheme) {
@@ -117,7 +119,7 @@ func wanted(when string, success bool) bool {
 func outItem(f events.FileCopy, job events.Job, def int, stdio bool) item {
 	it := item{dir: DirOut, from: f.From, to: f.To, of: budget(f, job, def), local: f.From}
 	if !stdio {
-		it.local, it.err = localName(f.From)
+		it.local, it.abs, it.err = nodeName(f.From)
 	}
 	r, err := resolveRemote(f.To, job.DefaultStorageBase)
 	if err == nil {
@@ -130,6 +132,17 @@ func outItem(f events.FileCopy, job events.Job, def int, stdio bool) item {
 		it.err = checkWhen(f.When)
 	}
 	return it
+}
+
+// nodeName checks a name on the compute node: a name in the working directory, or an
+// absolute path the target paths must open when it is staged.
+func nodeName(name string) (string, bool, error) {
+	if path.IsAbs(name) {
+		n, err := targetName(name)
+		return n, true, err
+	}
+	n, err := localName(name)
+	return n, false, err
 }
 
 // files is the plan as recorded in a staging event.

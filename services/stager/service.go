@@ -63,6 +63,11 @@ type Config struct {
 	// FileRoots are the gateway directories jobs may name with file:// URLs and
 	// absolute paths, per access, cluster and principal. None: no gateway file at all.
 	FileRoots []FileRoot `yaml:"file_roots,omitempty"`
+	// TargetPaths are the directories on a cluster's target (this machine for a fork
+	// cluster, the cluster's host for an ssh one) that jobs may name as absolute input
+	// and output paths, per access, cluster and principal. None: every absolute path
+	// on the target is refused.
+	TargetPaths []FileRoot `yaml:"target_paths,omitempty"`
 	// Protected are gateway paths staging never reads or writes, even inside a root:
 	// the gateway's data directory, config file and keys. cmd/gridwire fills in its own
 	// (data, config, NATS credentials); the stager adds every identity, known_hosts and
@@ -98,6 +103,11 @@ func (c Config) Validate() error {
 	}
 	for i, r := range c.FileRoots {
 		if err := r.validate(fmt.Sprintf("stager: file_roots[%d]", i)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for i, r := range c.TargetPaths {
+		if err := r.validate(fmt.Sprintf("stager: target_paths[%d]", i)); err != nil {
 			errs = append(errs, err)
 		}
 	}

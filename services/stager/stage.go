@@ -144,10 +144,17 @@ func (r run) attempt(ctx context.Context, it item) (copied, error) {
 		return copied{}, err
 	}
 	c := r.s.copier()
-	if it.dir == DirOut {
-		return c.copyItem(ctx, r.wd, it.local, rem, name, it.tree)
+	var local endpoint = r.wd
+	if it.abs {
+		want := map[string]string{DirIn: AccessWrite, DirOut: AccessRead}[it.dir]
+		if local, err = r.targetEndpoint(want); err != nil {
+			return copied{}, err
+		}
 	}
-	res, err := c.copyItem(ctx, rem, name, r.wd, it.local, it.tree)
+	if it.dir == DirOut {
+		return c.copyItem(ctx, local, it.local, rem, name, it.tree)
+	}
+	res, err := c.copyItem(ctx, rem, name, local, it.local, it.tree)
 	if err == nil && it.exec {
 		if err = r.wd.makeExecutable(ctx, it.local); err != nil {
 			err = fmt.Errorf("making %s executable: %w", it.local, err)

@@ -167,12 +167,12 @@ func CheckURLs(job events.Job) error {
 		if err == nil && (r.dir || f.Directory) && !listable(r.url.Scheme) {
 			check(field+".from", fmt.Errorf("%w: %q: a %s directory cannot be listed", ErrRemote, f.From, r.url.Scheme))
 		}
-		_, err = localName(f.To)
+		_, _, err = nodeName(f.To)
 		check(field+".to", err)
 	}
 	for i, f := range job.StageOut {
 		field := fmt.Sprintf("stage_out[%d]", i)
-		_, err := localName(f.From)
+		_, _, err := nodeName(f.From)
 		check(field+".from", err)
 		_, err = resolveRemote(f.To, base)
 		check(field+".to", err)

@@ -32,7 +32,7 @@ func TestCheckURLs(t *testing.T) {
 		{"gsiftp base", events.Job{DefaultStorageBase: "gsiftp://example.org/base"}, []string{"default_storage_base", "gsiftp"}},
 		{"relative path without base", events.Job{Stdin: "in.txt"}, []string{"stdin", "default_storage_base"}},
 		{"traversal", events.Job{StageIn: []events.FileCopy{{From: "/a", To: "../../etc/cron.d/x"}},
-			StageOut: []events.FileCopy{{From: "/etc/passwd", To: "/o"}}, Cleanup: []string{"a/../../b"}},
+			StageOut: []events.FileCopy{{From: "/scratch/../etc/passwd", To: "/o"}}, Cleanup: []string{"a/../../b"}},
 			[]string{"stage_in[0].to", "stage_out[0].from", "cleanup[0]"}},
 		{"http directory cannot be listed", events.Job{StageIn: []events.FileCopy{{From: "http://h/dir/", To: "d"}}},
 			[]string{"cannot be listed"}},
