@@ -401,3 +401,64 @@ func TestDecideLatestOnAStaleCache(t *testing.T) {
 		t.Fatalf("history %v", names)
 	}
 }
+
+// Stored shows every event under the job's subjects in stream order: a store-written
+// history through its links, and one with an event published around the store whose
+// prevseq skips an event (the links alone would hide it) through the subject count.
+func TestStoredShowsEveryStoredEvent(t *testing.T) {
+	b, st := openStore(t)
+	ctx := context.Background()
+	id := events.NewID()
+	if _, err := st.Create(ctx, submitted(t, id)); err != nil {
+		t.Fatal(err)
+	}
+	other := events.NewID()
+	if _, err := st.Create(ctx, submitted(t, other)); err != nil {
+		t.Fatal(err)
+	}
+	state, err := st.Decide(ctx, id, func(events.State) ([]events.Event, error) {
+		e, err := events.New(id, events.HoldRequested, "", t0, events.Note{})
+		return []events.Event{e}, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(evs []events.Event) []string {
+		var out []string
+		for _, e := range evs {
+			out = append(out, string(e.Name))
+		}
+		return out
+	}
+	evs, err := st.Stored(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"submitted", "hold_requested"}, names(evs)); d != "" {
+		t.Fatalf("store-written history (-want +got):\n%s", d)
+	}
+
+	// Forged: links straight to the submitted event (seq 1), skipping hold_requested.
+	forged, _ := events.New(id, events.ResumeRequested, "", t0, events.Note{})
+	forged.Source, forged.PrevSeq, forged.PrevHash = "forger", 1, evs[0].Hash
+	body, err := forged.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.JS.PublishMsg(ctx, &nats.Msg{Subject: events.Subject(id, events.ResumeRequested, ""), Data: body}); err != nil {
+		t.Fatal(err)
+	}
+	evs, err = st.Stored(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"submitted", "hold_requested", "resume_requested"}, names(evs)); d != "" {
+		t.Fatalf("history with a skipping link (-want +got):\n%s", d)
+	}
+	if evs[1].Seq != state.LastSeq || evs[2].Seq <= evs[1].Seq {
+		t.Fatalf("not in stream order: %d %d %d", evs[0].Seq, evs[1].Seq, evs[2].Seq)
+	}
+	if evs, err := st.Stored(ctx, events.NewID()); err != nil || len(evs) != 0 {
+		t.Fatalf("unknown job: %v, %v", evs, err)
+	}
+}

@@ -143,25 +143,17 @@ func ViewOf(st events.State) JobView {
 	return v
 }
 
-// load reads every event stored under a job's subjects, in stream order. It scans rather
-// than walking the chain back from the last event (events.Store.Load), so an event
-// written around the store is shown too, where it was stored; a job with none is an
-// API error.
+// load reads every event stored under a job's subjects, in stream order
+// (events.Store.Stored: through the job's links, checked against the stream's count of
+// its subjects, so its cost does not grow with the log), including an event written
+// around the store, where it was stored; a job with none is an API error.
 func (a *api) load(ctx context.Context, id string) ([]events.Event, error) {
-	if !events.ValidRoute(id) { // a job ID is a subject token like a route
+	if !events.ValidJobID(id) {
 		return nil, httpapi.Errorf(http.StatusBadRequest, "bad_job_id", "%q is not a job ID", id)
 	}
-	var evs []events.Event
-	for from := uint64(1); ; {
-		batch, more, err := a.store.Scan(ctx, events.JobFilter(id), from, 1024)
-		if err != nil {
-			return nil, err
-		}
-		evs = append(evs, batch...)
-		if !more || len(batch) == 0 {
-			break
-		}
-		from = batch[len(batch)-1].Seq + 1
+	evs, err := a.store.Stored(ctx, id)
+	if err != nil {
+		return nil, err
 	}
 	if len(evs) == 0 {
 		return nil, httpapi.Errorf(http.StatusNotFound, "no_such_job", "no job %s", id)

@@ -56,8 +56,10 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Store is what the read side needs of the event store: a job's events as stored.
+// Store is what the read side needs of the event store: a job's events as stored, read
+// without scanning the log (Stored), and a scan of one subject filter.
 type Store interface {
+	Stored(ctx context.Context, jobID string) ([]events.Event, error)
 	Scan(ctx context.Context, filter string, from uint64, max int) ([]events.Event, bool, error)
 }
 
