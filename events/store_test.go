@@ -462,3 +462,39 @@ func TestStoredShowsEveryStoredEvent(t *testing.T) {
 		t.Fatalf("unknown job: %v, %v", evs, err)
 	}
 }
+
+// CreateAll stores each new job's first event, and refuses one whose job already has a
+// history without disturbing the others.
+func TestCreateAllStoresEachJobOnce(t *testing.T) {
+	_, st := openStore(t)
+	ctx := context.Background()
+	taken := events.NewID()
+	if _, err := st.Create(ctx, submitted(t, taken)); err != nil {
+		t.Fatal(err)
+	}
+	var evs []events.Event
+	for i := 0; i < 1200; i++ { // more than one window
+		evs = append(evs, submitted(t, events.NewID()))
+	}
+	evs[700] = submitted(t, taken)
+	seqs, errs := st.CreateAll(ctx, evs)
+	for i, err := range errs {
+		switch {
+		case i == 700 && !errors.Is(err, events.ErrConflict):
+			t.Fatalf("a second first event of job %s: %v, want a conflict", taken, err)
+		case i != 700 && err != nil:
+			t.Fatalf("job %d: %v", i, err)
+		case i != 700 && seqs[i] == 0:
+			t.Fatalf("job %d: no sequence", i)
+		}
+	}
+	for _, i := range []int{0, 511, 512, 1199} {
+		h, err := st.Load(ctx, evs[i].JobID)
+		if err != nil || len(h.Events) != 1 || h.LastSeq != seqs[i] {
+			t.Fatalf("job %d: %d events at %d (want 1 at %d), %v", i, len(h.Events), h.LastSeq, seqs[i], err)
+		}
+	}
+	if h, _ := st.Load(ctx, taken); len(h.Events) != 1 {
+		t.Fatalf("the taken job has %d events", len(h.Events))
+	}
+}

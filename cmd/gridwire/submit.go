@@ -71,8 +71,9 @@ func submit(ctx context.Context, e *env, f *clientFlags, files []string, format,
 	if err := ingest.CheckKey(key); err != nil {
 		return invalidErrorf("--idempotency-key: %v", err)
 	}
+	outcomes := submitFiles(ctx, e, c, files, format, key)
 	for i, file := range files {
-		acc, err := submitFile(ctx, e, c, file, format, fileKey(key, i))
+		acc, err := outcomes[i].acc, outcomes[i].err
 		if err != nil {
 			var ue *unreachableError
 			if len(files) == 1 || errors.As(err, &ue) || ctx.Err() != nil {
@@ -119,17 +120,124 @@ func submit(ctx context.Context, e *env, f *clientFlags, files []string, format,
 	return exitCode(exit)
 }
 
+// fileOutcome is what became of one file of a submission.
+type fileOutcome struct {
+	acc accepted
+	err error
+}
+
+// submitFiles submits each file: several in bulk requests (POST /v1/jobs/bulk, each
+// file an item with its own key and its own answer), one alone. A file whose local
+// inputs must be uploaded first, or every file when the server has no bulk endpoint, is
+// submitted alone, as before.
+func submitFiles(ctx context.Context, e *env, c *client, files []string, format, key string) []fileOutcome {
+	out := make([]fileOutcome, len(files))
+	alone := func(i int) { out[i].acc, out[i].err = submitFile(ctx, e, c, files[i], format, fileKey(key, i)) }
+	if len(files) == 1 {
+		alone(0)
+		return out
+	}
+	var items []ingest.Item
+	var index []int // items[k] is files[index[k]]
+	size := 0
+	flush := func() bool {
+		if len(items) == 0 {
+			return true
+		}
+		ok := submitBulk(ctx, c, files, items, index, out)
+		items, index, size = nil, nil, 0
+		return ok
+	}
+	for i, file := range files {
+		data, err := readDescription(file)
+		if err != nil {
+			out[i].err = err
+			continue
+		}
+		if len(items) == ingest.MaxBulkItems || size+2*len(data)+1024 > ingest.MaxBulkBytes {
+			if !flush() {
+				break
+			}
+		}
+		items = append(items, ingest.Item{File: filepath.Base(file), Format: format, ContentType: contentTypeOf(file),
+			Description: string(data), IdempotencyKey: fileKey(key, i), Uploads: ingest.Uploads{}})
+		index = append(index, i)
+		size += 2*len(data) + 1024 // JSON escaping at worst doubles it
+	}
+	flush()
+	for i := range out {
+		var need *httpapi.Error
+		if errors.As(out[i].err, &need) && (need.Code == codeUploadsRequired || need.Code == codeNoBulk) {
+			alone(i)
+		}
+	}
+	return out
+}
+
+// codeNoBulk marks files a server without the bulk endpoint left to be sent alone.
+const codeNoBulk = "no_bulk_endpoint"
+
+// submitBulk sends one bulk request and records each item's outcome; false when the
+// request as a whole failed (the server unreachable, say: every item gets that error).
+func submitBulk(ctx context.Context, c *client, files []string, items []ingest.Item, index []int, out []fileOutcome) bool {
+	body, err := json.Marshal(items)
+	if err != nil {
+		return setAll(out, index, err)
+	}
+	req, err := c.request(ctx, http.MethodPost, "/v1/jobs/bulk", bytes.NewReader(body), "application/json")
+	if err != nil {
+		return setAll(out, index, err)
+	}
+	var resp struct {
+		Results []ingest.Result `json:"results"`
+	}
+	err = c.exchange(req, &resp)
+	var api *httpapi.Error
+	if errors.As(err, &api) && (api.Status == http.StatusNotFound || api.Status == http.StatusMethodNotAllowed) {
+		err = &httpapi.Error{Status: api.Status, Code: codeNoBulk, Detail: api.Detail}
+	}
+	if err == nil && len(resp.Results) != len(items) {
+		err = fmt.Errorf("the server answered %d results for %d files", len(resp.Results), len(items))
+	}
+	if err != nil {
+		return setAll(out, index, err)
+	}
+	for k, r := range resp.Results {
+		i := index[k]
+		if r.Error != nil {
+			r.Error.Status = r.Status
+			out[i].err = fmt.Errorf("%s: %w", files[i], r.Error)
+			continue
+		}
+		out[i].acc = accepted{Jobs: r.Jobs, Parent: r.Parent}
+	}
+	return true
+}
+
+func setAll(out []fileOutcome, index []int, err error) bool {
+	for _, i := range index {
+		out[i].err = err
+	}
+	return false
+}
+
+// readDescription reads a description file, refused before anything is sent when it is
+// over the size a server accepts.
+func readDescription(file string) ([]byte, error) {
+	if fi, err := os.Stat(file); err != nil {
+		return nil, err
+	} else if fi.Size() > ingest.MaxDocumentBytes {
+		return nil, invalidErrorf("%s: %d bytes, over the limit of %d bytes for one description; nothing was sent",
+			file, fi.Size(), ingest.MaxDocumentBytes)
+	}
+	return os.ReadFile(file)
+}
+
 // submitFile submits one description: refused before anything is sent when it is over
 // the size a server accepts.
 func submitFile(ctx context.Context, e *env, c *client, file, format, key string) (accepted, error) {
 	var acc accepted
-	if fi, err := os.Stat(file); err != nil {
-		return acc, err
-	} else if fi.Size() > ingest.MaxDocumentBytes {
-		return acc, invalidErrorf("%s: %d bytes, over the limit of %d bytes for one description; nothing was sent",
-			file, fi.Size(), ingest.MaxDocumentBytes)
-	}
-	data, err := os.ReadFile(file)
+	data, err := readDescription(file)
 	if err != nil {
 		return acc, err
 	}

@@ -6,12 +6,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/gridwire/gridwire/services/ingest"
 )
 
@@ -78,5 +81,42 @@ func TestSubmitUploadsWhatTheServerNames(t *testing.T) {
 	_, errOut, err = runCLI(context.Background(), "submit", "--server", srv2.URL, job)
 	if err == nil || len(f2.put) != 0 || !strings.Contains(errOut+err.Error(), "which the description does not name") {
 		t.Fatalf("a server asking for a file the description does not name: %v, puts %v\n%s", err, f2.put, errOut)
+	}
+}
+
+// Several files go in one bulk request, each with its own answer; a file whose local
+// input the server wants uploaded first is then submitted alone, with the upload.
+func TestSubmitSeveralFilesInBulk(t *testing.T) {
+	target, err := url.Parse(serveCLI(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var posts []string
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			mu.Lock()
+			posts = append(posts, r.URL.Path)
+			mu.Unlock()
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "in.txt"), []byte("input"), 0o600)
+	files := []string{
+		writeFile(t, dir, "a.json", `{"version":3,"executable":"/bin/true"}`),
+		writeFile(t, dir, "b.json", `{"version":3,"executable":"/bin/cat","input_files":{"in.txt":"in.txt"}}`),
+		writeFile(t, dir, "c.json", `{"version":3,"executable":"/bin/true"}`),
+	}
+	status, out, errOut := cli(context.Background(), append([]string{"submit", "--wait", "--server", srv.URL}, files...)...)
+	if status != 0 || strings.Count(out, "SUCCEEDED") != 3 {
+		t.Fatalf("exit %d\n%s\n%s", status, out, errOut)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if d := cmp.Diff([]string{"/v1/jobs/bulk", "/v1/jobs", "/v1/jobs"}, posts); d != "" {
+		t.Fatalf("requests (-want +got):\n%s", d)
 	}
 }

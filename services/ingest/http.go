@@ -57,6 +57,13 @@ func responseFor(acc Accepted, err error) (int, []byte) {
 		b, _ := json.Marshal(acc)
 		return http.StatusCreated, b
 	}
+	apiErr := apiError(err)
+	b, _ := json.Marshal(map[string]*httpapi.Error{"error": apiErr})
+	return apiErr.Status, b
+}
+
+// apiError is the API's word for why a submission was refused.
+func apiError(err error) *httpapi.Error {
 	apiErr := &httpapi.Error{Status: http.StatusInternalServerError, Code: "submit_failed", Detail: err.Error()}
 	var pe *ParseError
 	var up *UploadsRequiredError
@@ -73,8 +80,7 @@ func responseFor(acc Accepted, err error) (int, []byte) {
 	case errors.Is(err, ErrInvalid):
 		apiErr = &httpapi.Error{Status: http.StatusUnprocessableEntity, Code: "invalid_description", Detail: err.Error()}
 	}
-	b, _ := json.Marshal(map[string]*httpapi.Error{"error": apiErr})
-	return apiErr.Status, b
+	return apiErr
 }
 
 func firstOf(a, b string) string {

@@ -157,10 +157,11 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 	return errors.Join(errs...)
 }
 
-// Routes registers ingest's HTTP way in on mux: POST /v1/jobs (ServeHTTP), and POST
-// /v1/events when deps.Events is set.
+// Routes registers ingest's HTTP way in on mux: POST /v1/jobs (ServeHTTP), POST
+// /v1/jobs/bulk (ServeBulk), and POST /v1/events when deps.Events is set.
 func (s *Service) Routes(mux *http.ServeMux) {
 	mux.Handle("POST /v1/jobs", s)
+	mux.HandleFunc("POST /v1/jobs/bulk", s.ServeBulk)
 	if s.deps.Events != nil {
 		mux.HandleFunc("POST /v1/events", s.publish)
 	}
@@ -207,39 +208,71 @@ func (s *Service) Parse(sub Submission) ([]events.Job, error) {
 // each acknowledged by the stream before Submit returns. A document that does not parse
 // appends nothing.
 func (s *Service) Submit(ctx context.Context, sub Submission) (Accepted, error) {
-	jobs, err := s.Parse(sub)
+	p, err := s.prepare(ctx, sub)
 	if err != nil {
 		return Accepted{}, err
 	}
-	Link(jobs, sub.Submitter)
-	keyed := sub.IdempotencyKey != ""
-	if keyed {
-		if err := s.reserve(ctx, sub, jobs); err != nil {
-			return Accepted{}, err
+	acc := p.accepted()
+	for i, e := range p.events {
+		if _, err := s.deps.Store.Create(ctx, e); p.failed(err) {
+			acc.Jobs = acc.Jobs[:i]
+			return acc, fmt.Errorf("storing job %s: %w", e.JobID, err)
 		}
 	}
-	now := s.deps.Now()
-	acc := Accepted{Jobs: make([]string, 0, len(jobs))}
-	if jobs[0].Kind == events.KindGroup {
-		acc.Parent = jobs[0].ID
+	return acc, nil
+}
+
+// prepared is a parsed submission with its submitted events, not yet stored.
+type prepared struct {
+	events []events.Event
+	parent string
+	keyed  bool
+}
+
+// prepare parses a submission, gives its jobs their IDs (the key's, for a keyed
+// submission seen before) and builds their submitted events.
+func (s *Service) prepare(ctx context.Context, sub Submission) (prepared, error) {
+	jobs, err := s.Parse(sub)
+	if err != nil {
+		return prepared{}, err
 	}
+	Link(jobs, sub.Submitter)
+	p := prepared{keyed: sub.IdempotencyKey != ""}
+	if p.keyed {
+		if err := s.reserve(ctx, sub, jobs); err != nil {
+			return prepared{}, err
+		}
+	}
+	if jobs[0].Kind == events.KindGroup {
+		p.parent = jobs[0].ID
+	}
+	now := s.deps.Now()
 	for _, j := range jobs {
 		anchorDeadline(&j, now)
 		e, err := events.New(j.ID, events.Submitted, "", now, j)
 		if err != nil {
-			return acc, err
+			return prepared{}, err
 		}
 		e.Principal = sub.Submitter
-		if _, err := s.deps.Store.Create(ctx, e); err != nil {
-			// A keyed job's ID is its key's alone: if it has a history, an earlier
-			// attempt of this same submission wrote it.
-			if !(keyed && errors.Is(err, events.ErrConflict)) {
-				return acc, fmt.Errorf("storing job %s: %w", j.ID, err)
-			}
-		}
-		acc.Jobs = append(acc.Jobs, j.ID)
+		p.events = append(p.events, e)
 	}
-	return acc, nil
+	return p, nil
+}
+
+// failed reports whether storing one of the submission's events failed: a keyed job's
+// ID is its key's alone, so if it already has a history, an earlier attempt of this
+// same submission wrote it.
+func (p prepared) failed(err error) bool {
+	return err != nil && !(p.keyed && errors.Is(err, events.ErrConflict))
+}
+
+// accepted is the answer for the whole submission stored.
+func (p prepared) accepted() Accepted {
+	acc := Accepted{Jobs: make([]string, len(p.events)), Parent: p.parent}
+	for i, e := range p.events {
+		acc.Jobs[i] = e.JobID
+	}
+	return acc
 }
 
 // Link gives every job an ID and ties children to their parent record: a KindGroup job

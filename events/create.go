@@ -1,0 +1,69 @@
+package events
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// createWindow bounds the appends CreateAll has sent and not yet seen acknowledged.
+const createWindow = 512
+
+// CreateAll appends the first event of each of many new jobs, each as Create would,
+// conditional on its job having no events, but pipelined: a window of appends is sent
+// before any acknowledgement is awaited, so a bulk submission costs about one round
+// trip per window rather than one per job. errs[i] is the outcome of evs[i] (nil:
+// stored and acknowledged). An append that timed out or conflicted is settled as
+// Create settles it, by reading the job's last message.
+func (s *Store) CreateAll(ctx context.Context, evs []Event) (seqs []uint64, errs []error) {
+	seqs, errs = make([]uint64, len(evs)), make([]error, len(evs))
+	for from := 0; from < len(evs); from += createWindow {
+		to := min(from+createWindow, len(evs))
+		s.createWindow(ctx, evs[from:to], seqs[from:to], errs[from:to])
+	}
+	return seqs, errs
+}
+
+func (s *Store) createWindow(ctx context.Context, evs []Event, seqs []uint64, errs []error) {
+	futures := make([]jetstream.PubAckFuture, len(evs))
+	for i := range evs {
+		e := &evs[i]
+		if e.Source == "" {
+			e.Source = s.source
+		}
+		e.PrevHash, e.PrevSeq = "", 0
+		body, err := e.Encode()
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		msg := &nats.Msg{Subject: e.subject(), Data: body, Header: nats.Header{}}
+		futures[i], errs[i] = s.js.PublishMsgAsync(msg, jetstream.WithMsgID(e.ID),
+			jetstream.WithExpectLastSequenceForSubject(0, JobFilter(e.JobID)))
+	}
+	// Once the window's time is up, every append not yet acknowledged is settled by a
+	// read: the closed Done channel never blocks again.
+	wctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	for i, f := range futures {
+		if f == nil {
+			continue
+		}
+		select {
+		case ack := <-f.Ok():
+			seqs[i] = ack.Sequence
+		case err := <-f.Err():
+			errs[i] = err
+		case <-wctx.Done():
+			errs[i] = context.DeadlineExceeded
+		}
+		if errs[i] != nil && (isConflict(errs[i]) || isTimeout(errs[i])) && ctx.Err() == nil {
+			seqs[i], errs[i] = s.Create(ctx, evs[i]) // settled one at a time, as Create does
+		}
+		if errs[i] != nil {
+			errs[i] = fmt.Errorf("appending %s to job %s: %w", evs[i].Name, evs[i].JobID, errs[i])
+		}
+	}
+}

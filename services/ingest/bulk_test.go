@@ -1,0 +1,90 @@
+package ingest
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/gridwire/gridwire/events/eventstest"
+)
+
+// A bulk submission answers every item on its own: accepted ones with their jobs (each
+// stored once), a refused one with the error a single submission would get, and a keyed
+// item sent again with the same jobs as the first time.
+func TestBulkSubmissionAnswersEachItem(t *testing.T) {
+	b, st := eventstest.Open(t, "test/ingest")
+	svc, err := New(Config{}, Deps{Store: st, Keys: KVKeys{JS: b.JS}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	svc.Routes(mux)
+	post := func(body string) []Result {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/jobs/bulk", strings.NewReader(body)))
+		if rec.Code != http.StatusOK {
+			t.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+		var out struct{ Results []Result }
+		if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
+			t.Fatal(err)
+		}
+		return out.Results
+	}
+	ndjson := `{"file":"a.json","description":"{\"version\":3,\"executable\":\"/bin/true\"}","idempotency_key":"k-a"}
+
+{"file":"bad.json","description":"{\"version\":3}"}
+{"description":"{\"version\":3,\"executable\":\"/bin/echo\",\"arguments\":[\"hi\"]}"}
+`
+	first := post(ndjson)
+	got := make([]int, len(first))
+	for i, r := range first {
+		got[i] = r.Status
+	}
+	if d := cmp.Diff([]int{201, 422, 201}, got); d != "" {
+		t.Fatalf("statuses (-want +got):\n%s\n%+v", d, first)
+	}
+	if first[1].Error == nil || first[1].Error.Code != "invalid_description" || !strings.Contains(first[1].Error.Detail, "bad.json") {
+		t.Fatalf("refused item: %+v", first[1].Error)
+	}
+	for _, i := range []int{0, 2} {
+		if len(first[i].Jobs) != 1 {
+			t.Fatalf("item %d: %+v", i, first[i])
+		}
+		if names := eventstest.Names(t, st, first[i].Jobs[0]); len(names) != 1 {
+			t.Fatalf("item %d's job has %v", i, names)
+		}
+	}
+
+	// The same items again as a JSON array: the keyed one is the same job, stored once.
+	arr := `[{"file":"a.json","description":"{\"version\":3,\"executable\":\"/bin/true\"}","idempotency_key":"k-a"},
+	  {"description":"{\"version\":3,\"executable\":\"/bin/echo\",\"arguments\":[\"hi\"]}"}]`
+	again := post(arr)
+	if again[0].Status != 201 || again[0].Jobs[0] != first[0].Jobs[0] {
+		t.Fatalf("keyed item again: %+v, want job %s", again[0], first[0].Jobs[0])
+	}
+	if names := eventstest.Names(t, st, first[0].Jobs[0]); len(names) != 1 {
+		t.Fatalf("keyed job after a repeat: %v", names)
+	}
+	if again[1].Jobs[0] == first[2].Jobs[0] {
+		t.Fatal("an unkeyed item sent twice is two jobs")
+	}
+}
+
+// A body that is not a list of items is refused whole, naming the item and its line.
+func TestBulkBodyErrorsNameTheItem(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"description":"x"}` + "\n" + `{"descripton":"x"}`: "line 2 (item 1)",
+		`[{"description":""}]`:                              "item 0: description",
+		``:                                                  "no item",
+	} {
+		_, err := ParseBulk([]byte(body))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", body, err, want)
+		}
+	}
+}
