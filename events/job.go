@@ -127,10 +127,13 @@ type FileCopy struct {
 	When string `json:"when,omitempty"`
 }
 
-// Application names a profile Application entry.
+// Application names a profile Application entry, and the invocation variation of its
+// template the job asks for ("" is the default; the GPE OS profile spec's example is a
+// debug mode).
 type Application struct {
-	Name    string `json:"name"`
-	Version string `json:"version,omitempty"`
+	Name      string `json:"name"`
+	Version   string `json:"version,omitempty"`
+	Variation string `json:"variation,omitempty"`
 }
 
 // DDSContext places a task instance in its topology. On the parent record it holds the

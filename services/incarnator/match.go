@@ -401,8 +401,13 @@ func (t *target) matchAttribute(a events.AttributeRequirement) string {
 
 func (t *target) matchApplication(job *events.Job) string {
 	if job.Application != nil {
-		if _, ok := t.prof.Application(job.Application.Name, job.Application.Version); !ok {
-			return fmt.Sprintf("application: profile %s has no application %s %s", t.prof.Name, job.Application.Name, job.Application.Version)
+		a := job.Application
+		app, ok := t.prof.Application(a.Name, a.Version)
+		if !ok {
+			return fmt.Sprintf("application: profile %s has no application %s %s", t.prof.Name, a.Name, a.Version)
+		}
+		if tm := t.prof.Template(app.Template); a.Variation != "" && (tm == nil || tm.Invocation(a.Variation) == nil) {
+			return fmt.Sprintf("application: %s's template %s in profile %s has no variation %q", a.Name, app.Template, t.prof.Name, a.Variation)
 		}
 		return ""
 	}

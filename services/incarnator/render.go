@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -295,6 +297,9 @@ func (t *target) render(job *events.Job, setHash string) (events.IncarnatedData,
 		NativeStates: t.watch.states, AbsentState: t.watch.absent,
 		Substituted: substituted(job, vars),
 	}
+	if err := t.checkFields(job); err != nil {
+		return inc, err
+	}
 	reserved, err := reservedVars(job)
 	if err != nil {
 		return inc, err
@@ -323,6 +328,30 @@ func (t *target) render(job *events.Job, setHash string) (events.IncarnatedData,
 		}
 	}
 	return inc, nil
+}
+
+// checkFields refuses a job field that no template of the profile defines or uses: a
+// typo would otherwise be ignored while the template takes its default.
+func (t *target) checkFields(job *events.Job) error {
+	for _, name := range slices.Sorted(maps.Keys(job.Fields)) {
+		if !slices.ContainsFunc(t.prof.Templates, func(tm *profile.Template) bool { return usesField(tm, name) }) {
+			return fmt.Errorf("fields: profile %s has no template with a field %s", t.prof.Name, name)
+		}
+	}
+	return nil
+}
+
+func usesField(tm *profile.Template, name string) bool {
+	if tm.Field(name) != nil {
+		return true
+	}
+	for _, inv := range tm.Invocations {
+		if inv.Body != nil && slices.Contains(inv.Body.Names(), name) ||
+			inv.Static != nil && inv.Static.Arguments != nil && slices.Contains(inv.Static.Arguments.Names(), name) {
+			return true
+		}
+	}
+	return false
 }
 
 // jobScript writes the JOB script: the working directory and job ID as variables, the
@@ -414,9 +443,13 @@ func (c *renderCtx) program(b []byte) ([]byte, error) {
 		}
 	}
 	t := c.t.prof.Template(app.Template)
-	inv := t.Invocation("")
+	variation := ""
+	if job.Application != nil {
+		variation = job.Application.Variation
+	}
+	inv := t.Invocation(variation)
 	if inv == nil || inv.Body == nil {
-		return nil, fmt.Errorf("application %s: template %s has no default Body variation", app.Name, app.Template)
+		return nil, fmt.Errorf("application %s: template %s has no Body variation %q", app.Name, app.Template, variation)
 	}
 	b, err := t.ExpandInvocation(inv, c.sources(), b)
 	if err != nil {

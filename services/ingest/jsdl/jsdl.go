@@ -7,6 +7,7 @@ package jsdl
 
 import (
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +23,10 @@ const (
 	NSPOSIX = "http://schemas.ggf.org/jsdl/2005/11/jsdl-posix"
 	NSHPCPA = "http://schemas.ggf.org/jsdl/2006/07/jsdl-hpcpa"
 	NSSPMD  = "http://schemas.ogf.org/jsdl/2007/02/jsdl-spmd"
+	// NSGPE is gridwire's extension inside jsdl:Application (JSDL admits elements of
+	// other namespaces there): Field elements set the GPE profile application's template
+	// fields, Variation chooses an invocation variation of its template.
+	NSGPE = "urn:gridwire:jsdl-gpe"
 )
 
 // Root is the local name of a JSDL document's root element.
@@ -139,6 +144,13 @@ func (d *decoder) application(el *xmltree.Element, path string, job *events.Job)
 			app.Version = d.text(c, p, true)
 		case c.Space == NS && c.Name == "Description":
 			d.extra(job, "Application/Description", d.text(c, p, false))
+		case c.Space == NSGPE && c.Name == "Field":
+			d.field(c, p, job)
+		case c.Space == NSGPE && c.Name == "Variation":
+			if app.Variation != "" {
+				d.list.Add(c.Line, c.Col, p, "given twice")
+			}
+			app.Variation = d.text(c, p, true)
 		case c.Space == NSPOSIX && c.Name == "POSIXApplication",
 			c.Space == NSHPCPA && c.Name == "HPCProfileApplication",
 			c.Space == NSSPMD && c.Name == "SPMDApplication":
@@ -154,9 +166,39 @@ func (d *decoder) application(el *xmltree.Element, path string, job *events.Job)
 	if app.Version != "" && app.Name == "" {
 		d.list.Add(el.Line, el.Col, path+"/ApplicationVersion", "given without ApplicationName")
 	}
+	if app.Variation != "" && app.Name == "" {
+		d.list.Add(el.Line, el.Col, path+"/Variation", "given without ApplicationName (a variation is one of the application's)")
+	}
 	if app.Name != "" {
 		job.Application = &app
 	}
+}
+
+// fieldName is what a GPE profile field name may be.
+var fieldName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_:.-]{0,127}$`)
+
+// field reads <gpe:Field name="N">value</gpe:Field>: a value for a template field.
+func (d *decoder) field(el *xmltree.Element, path string, job *events.Job) {
+	d.attrs(el, path, "name")
+	name, _ := el.Attr("name")
+	v := d.text(el, path, false)
+	switch {
+	case !fieldName.MatchString(name):
+		d.list.Addf(el.Line, el.Col, path, "attribute name %q is not a profile field name (a letter or '_', then letters, digits, '_', ':', '.', '-')", name)
+		return
+	case hasKey(job.Fields, name):
+		d.list.Addf(el.Line, el.Col, path, "field %s given twice", name)
+		return
+	}
+	if job.Fields == nil {
+		job.Fields = map[string]string{}
+	}
+	job.Fields[name] = v
+}
+
+func hasKey(m map[string]string, k string) bool {
+	_, ok := m[k]
+	return ok
 }
 
 // program reads a POSIXApplication, HPCProfileApplication or SPMDApplication: the three

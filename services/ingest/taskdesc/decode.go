@@ -59,7 +59,7 @@ type decoder struct {
 var known = map[string]bool{"version": true, "description": true, "executable": true, "arguments": true,
 	"environment": true, "count": true, "input_files": true, "output_files": true, "stdin": true,
 	"stdout": true, "stderr": true, "default_storage_base": true, "max_transfer_attempts": true,
-	"requirements": true}
+	"requirements": true, ExtensionProfile: true}
 
 type fileEntry struct {
 	local, remote string
@@ -116,6 +116,8 @@ func (d *decoder) topLevel(root *tree.Node, job *events.Job) {
 			}
 		case "requirements":
 			job.Requirements = d.requirements(v)
+		case ExtensionProfile:
+			d.profileExtension(v, job)
 		default:
 			d.list.Add(f.Line, f.Col, keyName(f.Key), "unknown field")
 		}
