@@ -18,6 +18,9 @@ var RuntimeValues = map[string]string{
 	"GLOBUS_HOST_MANUFACTURER": `unknown`,
 	"GLOBUS_HOST_OSNAME":       `$(uname -s)`,
 	"GLOBUS_HOST_OSVERSION":    `$(uname -r)`,
+	// The session a job runs in: its parent record's ID (a DDS topology's session, a
+	// JRDL document), which the JOB script sets for every child.
+	"session": `$` + VarParentID,
 	// A DDS task's DDS_LOCATION: DDS's installation on the worker. gridwire installs
 	// none, so the account's own DDS_LOCATION if it has one, else the job's directory.
 	"dds_location": `${DDS_LOCATION:-$` + VarWorkDir + `}`,

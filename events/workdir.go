@@ -21,7 +21,8 @@ const (
 // the profile's templates, run by the executor and watcher on the target. Values known
 // only at run time reach them as shell variables that the runner sets, quoted, before
 // the script: GW_JOB_ID, GW_WORKDIR, GW_NATIVE_ID (and GW_NATIVE_IDS, space-separated,
-// for a batched status call).
+// for a batched status call). The JOB script of a group's child also sets GW_PARENT_ID,
+// the parent record's (the session's) ID.
 const (
 	ScriptJob       = "JOB"
 	ScriptStart     = "START"
@@ -35,6 +36,7 @@ const (
 	ScriptList      = "LIST"
 	VarJobID        = "GW_JOB_ID"
 	VarWorkDir      = "GW_WORKDIR"
+	VarParentID     = "GW_PARENT_ID"
 	VarNativeID     = "GW_NATIVE_ID"
 	VarNativeIDList = "GW_NATIVE_IDS"
 )

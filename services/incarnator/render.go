@@ -366,6 +366,9 @@ func (c *renderCtx) jobScript(wd string, vars map[string]string, setHash string)
 	b = append(b, " on cluster "+c.t.cl.Name+", profile "+c.t.prof.Name+" ("+setHash+")\n"...)
 	b = append(b, events.VarJobID+"="+shellquote.Quote(job.ID)+"\n"...)
 	b = append(b, events.VarWorkDir+"="+shellquote.Quote(wd)+"\n"...)
+	if job.Parent != "" {
+		b = append(b, events.VarParentID+"="+shellquote.Quote(job.Parent)+"\n"...)
+	}
 	b, err := c.template(b, "JOB_PROLOGUE")
 	if err != nil {
 		return nil, err

@@ -26,8 +26,8 @@ const MaxInstances = 200_000
 const MaxExpandedBytes = 1 << 20
 
 // SessionPlaceholder is the value of DDS_SESSION_ID: the session is the topology's
-// submission, so the target fills in the parent record's ID (Job.Substitutions names
-// "session").
+// parent record, whose ID the JOB script of every child sets (events.VarParentID), so
+// the target fills it in (Job.Substitutions names "session", events.RuntimeValues).
 const SessionPlaceholder = "{session}"
 
 // LocationPlaceholder is the value of DDS_LOCATION. DDS sets it to its installation on

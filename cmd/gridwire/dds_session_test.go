@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/services/ingest"
+)
+
+// ddsGatedExe is a DDS task's exe that writes its DDS_SESSION_ID and DDS_TASK_PATH into
+// its working directory and runs until the test writes its exit code into "release".
+const ddsGatedExe = `/bin/sh -c 'printf %s "$DDS_SESSION_ID" &gt; session; printf %s "$DDS_TASK_PATH" &gt; path; while [ ! -s release ]; do sleep 0.02; done; exit "$(cat release)"'`
+
+// sessionTopology is a topology of a task alone and a collection of two tasks, main n
+// times; decl goes among the declarations.
+func sessionTopology(n int, decl string) string {
+	return `<topology name="t">` + decl + `
+  <decltask name="solo"><exe>` + ddsGatedExe + `</exe></decltask>
+  <decltask name="member"><exe>` + ddsGatedExe + `</exe></decltask>
+  <declcollection name="pair"><tasks><name n="2">member</name></tasks></declcollection>
+  <main name="main">
+    <group name="g" n="` + strconv.Itoa(n) + `"><task>solo</task><collection>pair</collection></group>
+  </main>
+</topology>`
+}
+
+// submitDDS submits a topology and returns its job IDs, the session (parent) first.
+func (h *harness) submitDDS(doc string) []string {
+	h.t.Helper()
+	acc, err := h.submit.Submit(context.Background(), ingest.Submission{File: "topology.xml", Data: []byte(doc), Submitter: "test"})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if acc.Parent == "" || acc.Parent != acc.Jobs[0] {
+		h.t.Fatalf("accepted %+v, want the session first", acc)
+	}
+	return acc.Jobs
+}
+
+// A topology is a session: every task sees the session's ID in DDS_SESSION_ID, and a
+// cancel on the session stops every task.
+func TestDDSSessionIDAndCancel(t *testing.T) {
+	h := newHarness(t)
+	ids := h.submitDDS(sessionTopology(1, ""))
+	if len(ids) != 4 {
+		t.Fatalf("%d jobs, want a session and 3 tasks", len(ids))
+	}
+	session := ids[0]
+	for _, id := range ids[1:] {
+		h.waitFor(id, "RUNNING", isRunning)
+		got := h.waitFile(id, "session")
+		if got != session {
+			t.Errorf("task %s: DDS_SESSION_ID %q, want the session %s", id, got, session)
+		}
+	}
+	h.ask(session, events.CancelRequested)
+	for _, id := range ids[1:] {
+		if st := h.waitEnd(id); st.Status != events.StatusCancelled {
+			t.Errorf("task %s %s (%s), want CANCELLED", id, st.Status, st.Reason)
+		}
+	}
+	st := h.waitEnd(session)
+	if st.Status != events.StatusCancelled || counts(st)[events.StatusCancelled] != 3 {
+		t.Fatalf("session %s %+v, want CANCELLED with 3 CANCELLED", st.Status, st.Group)
+	}
+}
+
+// waitFile waits until the job's working directory holds a non-empty file and returns it.
+func (h *harness) waitFile(id, name string) string {
+	h.t.Helper()
+	var data []byte
+	h.waitFor(id, name+" written", func(events.State) bool {
+		data, _ = os.ReadFile(filepath.Join(h.workDir(id), name))
+		return len(data) > 0
+	})
+	return string(data)
+}
