@@ -39,7 +39,9 @@ type GroupVerdict struct {
 // GroupOf derives a parent record's state from its children's folded states, in the
 // parent's order: terminal once every child is (SUCCEEDED only if all did, else FAILED
 // if any failed, else CANCELLED); HELD while every child still going is held; RUNNING
-// once any child has started or ended; SUBMITTED before that. It is pure.
+// once any child has started or ended; SUBMITTED before that. A parent with no children
+// (a DDS topology whose main starts no task, which DDS accepts) has nothing left to do:
+// it succeeds. It is pure.
 func GroupOf(children []State) GroupVerdict {
 	v := GroupVerdict{Summary: GroupSummary{Children: len(children), Counts: map[Status]int{}}}
 	ended, held, started := 0, 0, false
@@ -68,8 +70,6 @@ func GroupOf(children []State) GroupVerdict {
 		}
 	}
 	switch {
-	case len(children) == 0:
-		v.Status = StatusSubmitted
 	case ended == len(children):
 		v.Status = StatusSucceeded
 		if firstFailed != nil {

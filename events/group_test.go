@@ -136,3 +136,24 @@ func TestSiblingsAreTheSameJobsSubjobs(t *testing.T) {
 		t.Fatalf("a job of one subjob has siblings %v", got)
 	}
 }
+
+// A parent with no children (a DDS main that starts no task) has nothing to wait for:
+// the verdict is SUCCEEDED at once, and the fold takes it with its empty summary.
+func TestGroupOfNoChildrenSucceeds(t *testing.T) {
+	id := events.NewID()
+	parent, err := events.Replay([]events.Event{ev(t, id, 1, events.Submitted, "", events.Job{ID: id, Kind: events.KindGroup})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := events.GroupOf(nil)
+	if v.Status != events.StatusSucceeded || v.Summary.Children != 0 {
+		t.Fatalf("verdict on no children %+v, want SUCCEEDED of 0", v)
+	}
+	name, payload := events.GroupEvent(parent, v)
+	if name != events.Succeeded {
+		t.Fatalf("event %q, want succeeded", name)
+	}
+	if parent, err = events.Apply(parent, ev(t, id, 2, name, "", payload)); err != nil || parent.Status != events.StatusSucceeded {
+		t.Fatalf("parent %s (%v), want SUCCEEDED", parent.Status, err)
+	}
+}

@@ -25,6 +25,11 @@ const (
 	SubjectTypeT = "jobs.*.%s.%s"
 	// NoRoute is the route token of events not addressed to a cluster.
 	NoRoute = "_"
+	// RouteGroup is the route token of a parent record's submitted event, so the one
+	// service that decides a group's state can follow parents without reading every
+	// child's submission (a parent with no children ends at once). Routes name clusters
+	// only on the events that hand work to a cluster; a submitted event is never one.
+	RouteGroup = "group"
 	// SubjectHint matches every hint; SubjectHintT fills it.
 	SubjectHint = "gridwire.hint.*.*"
 	// SubjectHintT is a core-NATS (not stored) subject on which services nudge each other

@@ -79,3 +79,21 @@ func (h *harness) waitFile(id, name string) string {
 	})
 	return string(data)
 }
+
+// A main that starts no task is a valid topology (DDS schedules zero of zero): the
+// session exists alone and ends at once, succeeded with no children.
+func TestDDSEmptyMainSessionEnds(t *testing.T) {
+	h := newHarness(t)
+	ids := h.submitDDS(`<topology name="idle">
+  <decltask name="t"><exe>/bin/true</exe></decltask>
+  <main name="main"><group name="g" n="2"></group></main>
+</topology>`)
+	if len(ids) != 1 {
+		t.Fatalf("%d jobs, want the session alone", len(ids))
+	}
+	st := h.waitEnd(ids[0])
+	if st.Status != events.StatusSucceeded || st.Group == nil || st.Group.Children != 0 {
+		t.Fatalf("session %s %+v, want SUCCEEDED with 0 children", st.Status, st.Group)
+	}
+	h.assertCleanHistory(ids[0])
+}

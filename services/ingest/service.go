@@ -249,7 +249,11 @@ func (s *Service) prepare(ctx context.Context, sub Submission) (prepared, error)
 	now := s.deps.Now()
 	for _, j := range jobs {
 		anchorDeadline(&j, now)
-		e, err := events.New(j.ID, events.Submitted, "", now, j)
+		route := ""
+		if j.Kind == events.KindGroup {
+			route = events.RouteGroup
+		}
+		e, err := events.New(j.ID, events.Submitted, route, now, j)
 		if err != nil {
 			return prepared{}, err
 		}

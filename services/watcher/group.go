@@ -12,7 +12,8 @@ import (
 // record's subject. Two consumers do it:
 //
 //   - runGroups reacts to every child event that can move its parent (a start, a status,
-//     a hold, a resume, an end): it folds the parent's children, derives the parent's
+//     a hold, a resume, an end), and to a parent's own submission (a parent with no
+//     children is done as soon as it exists): it folds the parent's children, derives the parent's
 //     state (events.GroupOf) and appends the difference conditionally on the parent's
 //     subject. An end that breaks a co-allocated job (a subjob that failed or was
 //     cancelled, under the default policy) also asks each running sibling to cancel.
@@ -31,6 +32,7 @@ func runGroups(ctx context.Context, deps Deps) error {
 	for _, n := range groupMoves {
 		filters = append(filters, events.TypeFilter(n, ""))
 	}
+	filters = append(filters, events.TypeFilter(events.Submitted, events.RouteGroup))
 	return events.Consume(ctx, deps.JS, events.ConsumerSpec{
 		Durable: "watcher-groups", Filters: filters, Workers: 8, Logger: deps.Logger,
 	}, func(ctx context.Context, d events.Delivery) error {
@@ -43,25 +45,36 @@ func runGroups(ctx context.Context, deps Deps) error {
 	})
 }
 
-// groupReact follows one child event up to its parent.
+// groupReact follows one child event up to its parent, or decides on a parent just
+// submitted.
 func groupReact(ctx context.Context, deps Deps, e events.Event) error {
 	child, err := deps.Store.StateAt(ctx, e)
 	if err != nil {
 		return err
 	}
-	if child.Job == nil || child.Job.Parent == "" {
+	if child.Job == nil {
 		return nil
 	}
-	children, err := groupChildren(ctx, deps, child.Job.Parent)
+	parent := child.Job.Parent
+	if child.Job.Kind == events.KindGroup {
+		if e.Name != events.Submitted {
+			return nil // the parent's own group events, which this consumer wrote
+		}
+		parent = child.JobID
+	}
+	if parent == "" {
+		return nil
+	}
+	children, err := groupChildren(ctx, deps, parent)
 	if err != nil {
 		return err
 	}
-	if e.Name.Terminal() && e.Name != events.Succeeded {
+	if e.Name.Terminal() && e.Name != events.Succeeded && child.Job.Kind != events.KindGroup {
 		if err := endSiblings(ctx, deps, child, children); err != nil {
 			return err
 		}
 	}
-	_, err = deps.Store.Decide(ctx, child.Job.Parent, func(p events.State) ([]events.Event, error) {
+	_, err = deps.Store.Decide(ctx, parent, func(p events.State) ([]events.Event, error) {
 		if p.Job == nil || p.Job.Kind != events.KindGroup {
 			return nil, nil
 		}

@@ -115,10 +115,9 @@ func Decode(root *xmltree.Element) ([]events.Job, []diag.Problem) {
 		d.list.Addf(root.Line, root.Col, "topology", "expands to %d task instances, more than the limit of %d", total, MaxInstances)
 		return nil, d.list.Problems
 	}
-	if total == 0 {
-		d.list.Add(root.Line, root.Col, "topology/main", "starts no task")
-		return nil, d.list.Problems
-	}
+	// A main that starts no task is valid (the schema's main and group hold any number of
+	// tasks and collections, none included, and DDS's scheduler schedules zero of zero):
+	// the session is the parent record alone, which ends as soon as it is decided on.
 	jobs := make([]events.Job, 1, total+1)
 	jobs[0] = events.Job{Kind: events.KindGroup, Name: topo.name,
 		DDS: &events.DDSContext{Topology: topo.name, CollectionIndex: -1, Vars: topo.vars}}
