@@ -152,6 +152,10 @@ func setAttr(e *Event, env *envelope, key, val []byte) bool {
 		e.PrevHash = string(val)
 	case ExtPrincipal:
 		e.Principal = string(val)
+	case ExtSigner:
+		e.Signer = string(val)
+	case ExtSignature:
+		e.Signature = string(val)
 	case ExtPrevSeq:
 		env.prevseq, env.hasPrevseq = val, true
 	default:

@@ -38,6 +38,8 @@ type Event struct {
 	Principal string          `json:"principal,omitempty"` // who caused it
 	PrevHash  string          `json:"prevhash,omitempty"`  // hash of the job's previous event
 	PrevSeq   uint64          `json:"prevseq,omitempty"`   // stream sequence of the job's previous event
+	Signer    string          `json:"signer,omitempty"`    // public nkey of the role key that signed it
+	Signature string          `json:"signature,omitempty"` // ed25519 over SigningBytes (see sign.go)
 	Data      json.RawMessage `json:"data,omitempty"`      // the payload
 
 	Seq     uint64 `json:"seq,omitempty"`     // stream sequence, once stored
@@ -109,6 +111,10 @@ func (e Event) Encode() ([]byte, error) {
 	if e.PrevSeq != 0 {
 		c.SetExtension(ExtPrevSeq, strconv.FormatUint(e.PrevSeq, 10))
 	}
+	if e.Signer != "" || e.Signature != "" {
+		c.SetExtension(ExtSigner, e.Signer)
+		c.SetExtension(ExtSignature, e.Signature)
+	}
 	data := e.Data
 	if len(data) == 0 {
 		data = json.RawMessage("{}")
@@ -155,6 +161,8 @@ func decodeVersioned(body []byte) (Event, int, error) {
 	}
 	e.PrevHash, _ = stringExt(c, ExtPrevHash)
 	e.Principal, _ = stringExt(c, ExtPrincipal)
+	e.Signer, _ = stringExt(c, ExtSigner)
+	e.Signature, _ = stringExt(c, ExtSignature)
 	if ps, ok := stringExt(c, ExtPrevSeq); ok {
 		n, err := strconv.ParseUint(ps, 10, 64)
 		if err != nil {

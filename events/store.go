@@ -21,6 +21,7 @@ type Store struct {
 	timeout time.Duration
 	retries int
 	cache   *stateCache
+	key     *SigningKey
 }
 
 // StoreOption tunes a Store.
@@ -37,6 +38,10 @@ func WithSharedCache(c *StateCache) StoreOption { return func(s *Store) { s.cach
 
 // WithConflictRetries bounds how often Decide reloads after a conflict (default 16).
 func WithConflictRetries(n int) StoreOption { return func(s *Store) { s.retries = n } }
+
+// WithSigningKey signs every event the store appends with key, and refuses (before
+// anything is written) an event the key's role may not write.
+func WithSigningKey(key *SigningKey) StoreOption { return func(s *Store) { s.key = key } }
 
 // NewStore returns a store whose events carry the given source (the emitting service
 // instance, e.g. "gridwire/executor/host-1").
@@ -254,6 +259,9 @@ func (s *Store) append(ctx context.Context, expect uint64, prevHash string, e Ev
 		e.Source = s.source
 	}
 	e.PrevHash, e.PrevSeq = prevHash, expect
+	if s.key != nil {
+		s.key.Sign(&e)
+	}
 	body, err := e.Encode()
 	if err != nil {
 		return 0, "", err
@@ -406,6 +414,11 @@ func (s *Store) decideOnce(ctx context.Context, st State, decide Decision) (Stat
 			e.Source = s.source
 		}
 		e.PrevHash, e.PrevSeq = st.LastHash, st.LastSeq
+		if s.key != nil {
+			if err := s.key.grant.May(e, st); err != nil {
+				return st, fmt.Errorf("appending %s to job %s: %w", e.Name, e.JobID, err)
+			}
+		}
 		// Fold before appending: an illegal event is refused without touching the log.
 		next, err := Apply(st, e)
 		if err != nil {

@@ -25,8 +25,10 @@ func auditVerifyCmd(e *env) *cobra.Command {
 		Short: "re-fold job histories and check every hash chain; report each job's first broken link",
 		Long: "verify reads a job's events (or every job's, with --all) from the log and checks that each\n" +
 			"decodes, is stored under its job's subject, links to the job's previous event by prevseq and\n" +
-			"by prevhash (the SHA-256 of that event's stored body), and is accepted by the fold. It exits 1\n" +
-			"when a history is broken.",
+			"by prevhash (the SHA-256 of that event's stored body), carries a signature that holds for a key\n" +
+			"the config's signing.keys (or the key directory) trusts, whose role may write that event, and is\n" +
+			"accepted by the fold. Events stored before the log's first signed one are counted as unsigned;\n" +
+			"an unsigned event after it is broken. It exits 1 when a history is broken.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if all == (len(args) == 1) {
@@ -44,7 +46,7 @@ func auditVerifyCmd(e *env) *cobra.Command {
 				return err
 			}
 			defer sys.close()
-			rep, err := readside.Audit(cmd.Context(), sys.bus.JS, id)
+			rep, err := readside.Audit(cmd.Context(), sys.bus.JS, id, &sys.keys.ring)
 			if err != nil {
 				return err
 			}
@@ -60,6 +62,9 @@ func auditVerifyCmd(e *env) *cobra.Command {
 					fmt.Fprintf(e.stdout, "BROKEN %s\n", b)
 				}
 				fmt.Fprintf(e.stdout, "verified %d jobs, %d events up to seq %d: %d broken\n", rep.Jobs, rep.Events, rep.Seq, len(rep.Broken))
+				if rep.Unsigned > 0 {
+					fmt.Fprintf(e.stdout, "%d unsigned events stored before the log's first signed one (seq %d; 0: none yet)\n", rep.Unsigned, rep.SignedFrom)
+				}
 			}
 			if !rep.OK() {
 				return exitCode(1)

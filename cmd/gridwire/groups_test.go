@@ -164,7 +164,7 @@ func TestCoallocatedSubjobWaitsForItsSibling(t *testing.T) {
 	h.waitFor(a, "INCARNATED", func(st events.State) bool { return st.Status == events.StatusIncarnated })
 	h.waitFor(b, "INCARNATED", func(st events.State) bool { return st.Status == events.StatusIncarnated })
 	// Hand a to its executor as the stager would, with b still unstaged.
-	if _, err := h.store.Decide(context.Background(), a, func(s events.State) ([]events.Event, error) {
+	if _, err := h.roleStore(events.RoleStager).Decide(context.Background(), a, func(s events.State) ([]events.Event, error) {
 		e, err := events.New(a, events.Queued, s.Cluster, s.UpdatedAt, events.QueuedData{Cluster: s.Cluster})
 		return []events.Event{e}, err
 	}); err != nil {

@@ -54,7 +54,9 @@ func newHarnessWith(t *testing.T, cfg cluster.Config, services ...string) *harne
 		t.Fatal(err)
 	}
 	h.client = cl
-	h.store = events.NewStore(cl.Conn, cl.JS, "test/harness")
+	// The harness submits as ingest does, with ingest's key from the services' key
+	// directory, so the log it makes verifies.
+	h.store = h.roleStore(events.RoleIngest)
 	if h.submit, err = ingest.New(ingest.Config{}, ingest.Deps{Store: h.store, Check: vetJob, Keys: ingest.KVKeys{JS: cl.JS}}); err != nil {
 		t.Fatal(err)
 	}
@@ -67,6 +69,24 @@ func newHarnessWith(t *testing.T, cfg cluster.Config, services ...string) *harne
 	}
 	return h
 }
+
+// roleStore is a store on the harness's client signing as role, with the key the
+// harness's services use (made in <dir>/keys when none is there yet).
+func (h *harness) roleStore(role events.Role) *events.Store {
+	h.t.Helper()
+	ks, err := openKeyset(h.keysDir(), h.cfg, nil)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	key, err := ks.signer(role, "")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return events.NewStore(h.client.Conn, h.client.JS, "test/harness/"+string(role), events.WithSigningKey(key))
+}
+
+// keysDir is where the harness's services find their signing keys.
+func (h *harness) keysDir() string { return filepath.Join(h.dir, "keys") }
 
 // The embedded server's listener takes only this user, as --nats-listen requires.
 const (

@@ -148,8 +148,9 @@ func TestReplayAndAuditVerbs(t *testing.T) {
 	if err != nil || !strings.Contains(out, "identical to the live projection gridwire-jobs") || !strings.Contains(out, " of 3 jobs ") {
 		t.Fatalf("replay: %v\n%s\n%s", err, out, errOut)
 	}
-	out, _, err = runCLI(context.Background(), "audit", "verify", "--all", url)
-	if err != nil || !strings.Contains(out, "verified 3 jobs") || !strings.Contains(out, ": 0 broken") {
+	keys := "--signing-keys=" + h.keysDir()
+	out, _, err = runCLI(context.Background(), "audit", "verify", "--all", url, keys)
+	if err != nil || !strings.Contains(out, "verified 3 jobs") || !strings.Contains(out, ": 0 broken") || strings.Contains(out, "unsigned") {
 		t.Fatalf("audit verify --all: %v\n%s", err, out)
 	}
 	forged, _ := events.New(ids[1], events.HoldRequested, "", time.Now(), events.Note{})
@@ -158,7 +159,7 @@ func TestReplayAndAuditVerbs(t *testing.T) {
 	if _, err := h.client.JS.Publish(context.Background(), events.Subject(ids[1], events.HoldRequested, ""), body); err != nil {
 		t.Fatal(err)
 	}
-	out, _, err = runCLI(context.Background(), "audit", "verify", ids[1], url)
+	out, _, err = runCLI(context.Background(), "audit", "verify", ids[1], url, keys)
 	var ec exitCode
 	if !errors.As(err, &ec) || ec != 1 || !strings.Contains(out, "BROKEN job "+ids[1]) || !strings.Contains(out, "prevseq") {
 		t.Fatalf("audit verify of the forged job: %v\n%s", err, out)

@@ -143,6 +143,23 @@ func TestServeSubmitWaitHistoryStatus(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("serve did not stop")
 	}
+
+	// Nothing was configured, yet every event is signed by its service's role key, made
+	// in the data directory on first start (0600), and the audit trusts those keys.
+	for _, role := range []string{"ingest", "incarnator", "stager", "executor", "watcher"} {
+		fi, err := os.Stat(filepath.Join(dir, "keys", role+".seed"))
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("key of %s: %v %v", role, fi, err)
+		}
+	}
+	out, _, err = runCLI(context.Background(), "audit", "verify", "--all", "--data", dir)
+	if err != nil || !strings.Contains(out, "verified 3 jobs") || !strings.Contains(out, ": 0 broken") || strings.Contains(out, "unsigned") {
+		t.Fatalf("audit verify after make run: %v\n%s", err, out)
+	}
+	out, _, err = runCLI(context.Background(), "keys", "--data", dir)
+	if err != nil || strings.Count(out, "- {role: ") != 5 || !strings.HasPrefix(out, "signing:\n  keys:\n") {
+		t.Fatalf("keys: %v\n%s", err, out)
+	}
 }
 
 func TestNormalizeNeedsNoServer(t *testing.T) {

@@ -47,6 +47,8 @@ type busFlags struct {
 	config     string
 	clusters   []string
 	logLevel   string
+	// signingKeys is the directory of this process's role keys (see keyset).
+	signingKeys string
 	// allowRootJobs lets fork clusters without run_as run jobs as root when gridwire
 	// itself runs as root: the operator's explicit consent (make run gives it).
 	allowRootJobs bool
@@ -67,6 +69,8 @@ func (f *busFlags) register(fs *pflag.FlagSet, e *env) {
 	fs.StringVar(&f.config, "config", e.getenv("GRIDWIRE_CONFIG"), "YAML config naming the clusters; default: one local fork cluster")
 	fs.StringSliceVar(&f.clusters, "cluster", nil, "clusters this process serves (executor, watcher); default all")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.signingKeys, "signing-keys", e.getenv("GRIDWIRE_SIGNING_KEYS"),
+		"directory of this host's event signing keys (one nkey seed per role); default the config's signing.keys_dir, else <data>/keys")
 	fs.BoolVar(&f.allowRootJobs, "allow-root-jobs", e.getenv("GRIDWIRE_ALLOW_ROOT_JOBS") == "1",
 		"when gridwire runs as root, let fork clusters without run_as run jobs as root (default: refuse to start them)")
 	if f.data == "" {
@@ -96,6 +100,8 @@ type system struct {
 	ingest   *ingest.Service
 	conns    []*nats.Conn
 	cache    *events.StateCache // shared by every service of this process
+	// keys sign what this process's services append; nil until first needed (keyring).
+	keys *keyset
 	// stager is the config's stager section, read and validated when the config is.
 	stager stager.Config
 	// own are this process's listening addresses, which staging never reaches.
@@ -166,6 +172,10 @@ func openSystem(ctx context.Context, e *env, f *busFlags, needBus bool) (*system
 	sys := &system{bus: b, cfg: cfg, data: data, log: log, auth: auth, host: fmt.Sprintf("%s-%d", host, os.Getpid()), stager: stg,
 		protected: []string{data, cfg.Path, f.creds, f.caFile, f.certFile, f.keyFile}, lock: lock, replicas: n,
 		allowRootJobs: f.allowRootJobs}
+	if sys.keys, err = openKeyset(f.keysDir(cfg, data), cfg, log); err != nil {
+		sys.close()
+		return nil, err
+	}
 	if f.natsListen != "" {
 		sys.own = append(sys.own, f.natsListen)
 	}
@@ -220,8 +230,47 @@ func (s *system) connect(service string) (conn, error) {
 	if s.cache == nil {
 		s.cache = events.NewStateCache(1 << 16)
 	}
-	store := events.NewStore(nc, js, "gridwire/"+service+"/"+s.host, events.WithSharedCache(s.cache))
-	return conn{nc: nc, js: js, store: store}, nil
+	c := conn{nc: nc, js: js}
+	if c.store, err = s.store(c, service, ""); err != nil {
+		nc.Close()
+		return conn{}, err
+	}
+	return c, nil
+}
+
+// roles are the signing roles of the services that append events; the others (the
+// read side, PTP's log reader) append nothing and sign nothing.
+var roles = map[string]events.Role{"ingest": events.RoleIngest, "incarnator": events.RoleIncarnator,
+	"stager": events.RoleStager, "executor": events.RoleExecutor, "watcher": events.RoleWatcher}
+
+// store is a service's event store on c, signing with its role's key (for an executor
+// of one cluster, that cluster's key when there is one).
+func (s *system) store(c conn, service, clusterName string) (*events.Store, error) {
+	opts := []events.StoreOption{events.WithSharedCache(s.cache)}
+	if role, ok := roles[service]; ok {
+		ks, err := s.keyring()
+		if err != nil {
+			return nil, err
+		}
+		key, err := ks.signer(role, clusterName)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, events.WithSigningKey(key))
+	}
+	return events.NewStore(c.nc, c.js, "gridwire/"+service+"/"+s.host, opts...), nil
+}
+
+// keyring is the process's keyset, read from <data>/keys when openSystem did not.
+func (s *system) keyring() (*keyset, error) {
+	if s.keys == nil {
+		ks, err := openKeyset(filepath.Join(s.data, "keys"), s.cfg, s.log)
+		if err != nil {
+			return nil, err
+		}
+		s.keys = ks
+	}
+	return s.keys, nil
 }
 
 // close drains every service connection; the bus itself is closed by its owner.
@@ -345,8 +394,12 @@ func (s *system) startExecutor(ctx context.Context, g *errgroup.Group, c conn, l
 			cl.AllowRoot = true
 		}
 		cfg := executor.Config{Cluster: cl, ID: s.host, Workers: 32}
+		store, err := s.store(c, "executor", cl.Name)
+		if err != nil {
+			return err
+		}
 		g.Go(func() error {
-			return executor.Run(ctx, cfg, executor.Deps{JS: c.js, Conn: c.nc, Store: c.store, Logger: log, Now: time.Now})
+			return executor.Run(ctx, cfg, executor.Deps{JS: c.js, Conn: c.nc, Store: store, Logger: log, Now: time.Now})
 		})
 	}
 	return nil

@@ -41,9 +41,29 @@ type Config struct {
 	// Users are user profiles: profile fields the operator sets per submitter (GPE OS
 	// Profile 2.3.1), typically paths under a data centre's HOME allocation rules.
 	Users []UserProfile `yaml:"users,omitempty"`
+	// Signing names the public keys whose signatures an audit trusts, and where this
+	// process keeps its own role keys.
+	Signing Signing `yaml:"signing,omitempty"`
 	// Extra sections owned by individual services, kept as raw YAML nodes.
 	Stager  yaml.Node `yaml:"stager,omitempty"`
 	Watcher yaml.Node `yaml:"watcher,omitempty"`
+}
+
+// Signing is the config's signing section.
+type Signing struct {
+	// KeysDir holds this process's role keys (nkey seeds, <role>.seed or
+	// executor-<cluster>.seed); empty means <data>/keys.
+	KeysDir string `yaml:"keys_dir,omitempty"`
+	// Keys are the public keys an audit trusts, each with the role it speaks for.
+	Keys []SigningKey `yaml:"keys,omitempty"`
+}
+
+// SigningKey is one trusted public key: a user nkey ("U...") and its role, limited to
+// some clusters when Clusters is set (an executor key per cluster).
+type SigningKey struct {
+	Role     string   `yaml:"role"`
+	Clusters []string `yaml:"clusters,omitempty"`
+	Key      string   `yaml:"key"`
 }
 
 // Cluster is one named target.

@@ -19,7 +19,7 @@ func TestAuditCleanLog(t *testing.T) {
 		id := events.NewID()
 		play(t, st, id, t0, life(id, "c1", n))
 	}
-	rep, err := Audit(context.Background(), b.JS, "")
+	rep, err := Audit(context.Background(), b.JS, "", nil)
 	if err != nil || !rep.OK() || rep.Jobs != 3 || rep.Events != 33 {
 		t.Fatalf("audit of a clean log: %+v %v", rep, err)
 	}
@@ -43,7 +43,7 @@ func TestAuditFindsForgedEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Audit(context.Background(), b.JS, "")
+	rep, err := Audit(context.Background(), b.JS, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,11 +52,11 @@ func TestAuditFindsForgedEvent(t *testing.T) {
 		t.Fatalf("audit: %+v, want the forged event at seq %d", rep.Broken, ack.Sequence)
 	}
 	// Verifying the one job finds the same link; the other job verifies.
-	one, _ := Audit(context.Background(), b.JS, victim)
+	one, _ := Audit(context.Background(), b.JS, victim, nil)
 	if len(one.Broken) != 1 || one.Broken[0] != rep.Broken[0] {
 		t.Fatalf("audit of the victim: %+v", one.Broken)
 	}
-	if clean, _ := Audit(context.Background(), b.JS, other); !clean.OK() || clean.Events != 11 {
+	if clean, _ := Audit(context.Background(), b.JS, other, nil); !clean.OK() || clean.Events != 11 {
 		t.Fatalf("audit of the other job: %+v", clean)
 	}
 }
@@ -90,7 +90,7 @@ func TestAuditFindsReencodedBody(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Audit(context.Background(), b.JS, id)
+	rep, err := Audit(context.Background(), b.JS, id, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestAuditFindsWrongHashAndMisfiledEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Audit(context.Background(), b.JS, "")
+	rep, err := Audit(context.Background(), b.JS, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

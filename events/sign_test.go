@@ -1,0 +1,245 @@
+package events_test
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/events/eventstest"
+)
+
+func signingKey(t testing.TB, g events.Grant) *events.SigningKey {
+	t.Helper()
+	seed, err := events.NewSeed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := events.NewSigningKey(seed, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// signedBody is e signed by k and encoded as the store writes it.
+func signedBody(t testing.TB, k *events.SigningKey, e events.Event) []byte {
+	t.Helper()
+	e.Source = "test/sign"
+	k.Sign(&e)
+	body, err := e.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
+
+func TestSignedEventVerifies(t *testing.T) {
+	exec := signingKey(t, events.Grant{Role: events.RoleExecutor, Clusters: []string{"hpc1"}})
+	var ring events.Keyring
+	if err := ring.Add(exec.PublicKey(), exec.Grant()); err != nil {
+		t.Fatal(err)
+	}
+	id := events.NewID()
+	e, _ := events.New(id, events.Started, "hpc1", t0, events.StartedData{NativeID: "42"})
+	e.PrevSeq, e.PrevHash, e.Principal = 7, strings.Repeat("a", 64), `al"ice` // an escape: the SDK's decoder
+	body := signedBody(t, exec, e)
+	st := events.State{JobID: id, Cluster: "hpc1"}
+	if g, err := ring.Verify(body, "hpc1", st); err != nil || g.Role != events.RoleExecutor {
+		t.Fatalf("a signed event does not verify: %v (%v)", err, g)
+	}
+	decoded, err := events.Decode(body)
+	if err != nil || decoded.Signer != exec.PublicKey() || decoded.Signature == "" {
+		t.Fatalf("decoded %+v (%v): signer and signature not read back", decoded, err)
+	}
+	// Whatever a forger changes, the signature no longer holds.
+	for name, change := range map[string]func(string) string{
+		"data": func(b string) string {
+			old := base64.StdEncoding.EncodeToString(e.Data)
+			return strings.Replace(b, old, base64.StdEncoding.EncodeToString([]byte(strings.Replace(string(e.Data), "42", "43", 1))), 1)
+		},
+		"prevhash": func(b string) string { return strings.Replace(b, strings.Repeat("a", 64), strings.Repeat("b", 64), 1) },
+		"prevseq":  func(b string) string { return strings.Replace(b, `"prevseq":"7"`, `"prevseq":"8"`, 1) },
+		"source":   func(b string) string { return strings.Replace(b, "test/sign", "test/sigm", 1) },
+	} {
+		forged := change(string(body))
+		if forged == string(body) {
+			t.Fatalf("%s: the change did not apply to %s", name, body)
+		}
+		if _, err := ring.Verify([]byte(forged), "hpc1", st); !errors.Is(err, events.ErrBadSignature) {
+			t.Errorf("%s changed: %v, want a bad signature", name, err)
+		}
+	}
+	if _, err := ring.Verify(body, "local", st); !errors.Is(err, events.ErrBadSignature) {
+		t.Errorf("stored under another route: %v, want a bad signature", err)
+	}
+}
+
+func TestVerifyRefusesUnsignedUnknownAndUnentitled(t *testing.T) {
+	inc := signingKey(t, events.Grant{Role: events.RoleIncarnator})
+	ingest := signingKey(t, events.Grant{Role: events.RoleIngest})
+	exec := signingKey(t, events.Grant{Role: events.RoleExecutor, Clusters: []string{"hpc1"}})
+	stranger := signingKey(t, events.Grant{Role: events.RoleWatcher})
+	var ring events.Keyring
+	for _, k := range []*events.SigningKey{inc, ingest, exec} {
+		if err := ring.Add(k.PublicKey(), k.Grant()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := events.NewID()
+	onHPC1 := events.State{JobID: id, Cluster: "hpc1"}
+	onLocal := events.State{JobID: id, Cluster: "local"}
+	ev := func(name events.Name, route string) events.Event {
+		e, err := events.New(id, name, route, t0, events.Note{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	unsigned := ev(events.Succeeded, "")
+	unsigned.Source = "mallory"
+	plain, _ := unsigned.Encode()
+	cases := []struct {
+		name  string
+		body  []byte
+		route string
+		st    events.State
+		want  error
+	}{
+		{"unsigned", plain, "", onHPC1, events.ErrUnsigned},
+		{"a key nobody listed", signedBody(t, stranger, ev(events.Succeeded, "")), "", onHPC1, events.ErrUnknownKey},
+		{"incarnator writes succeeded", signedBody(t, inc, ev(events.Succeeded, "")), "", onHPC1, events.ErrNoRight},
+		{"ingest routes work to a cluster", signedBody(t, ingest, ev(events.CancelRequested, "hpc1")), "hpc1", onHPC1, events.ErrNoRight},
+		{"hpc1's executor starts a job on local", signedBody(t, exec, ev(events.Started, "local")), "local", onLocal, events.ErrNoRight},
+		{"hpc1's executor fails a job placed on local", signedBody(t, exec, ev(events.Failed, "")), "", onLocal, events.ErrNoRight},
+		{"hpc1's executor fails its own job", signedBody(t, exec, ev(events.Failed, "")), "", onHPC1, nil},
+		{"ingest records an external fact", signedBody(t, ingest, ev(events.Exited, "")), "", onLocal, nil},
+	}
+	for _, c := range cases {
+		_, err := ring.Verify(c.body, c.route, c.st)
+		if c.want == nil && err != nil || c.want != nil && !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, err, c.want)
+		}
+	}
+}
+
+func TestKeyringRefusesMalformedKeys(t *testing.T) {
+	var ring events.Keyring
+	k := signingKey(t, events.Grant{Role: events.RoleStager})
+	for _, c := range []struct {
+		pub  string
+		role events.Role
+	}{{"not-a-key", events.RoleStager}, {k.PublicKey(), "janitor"}, {strings.Replace(k.PublicKey(), "U", "N", 1), events.RoleStager}} {
+		if err := ring.Add(c.pub, events.Grant{Role: c.role}); !errors.Is(err, events.ErrBadKey) {
+			t.Errorf("Add(%q, %s): %v", c.pub, c.role, err)
+		}
+	}
+	if err := ring.Add(k.PublicKey(), events.Grant{Role: events.RoleStager}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ring.Add(k.PublicKey(), events.Grant{Role: events.RoleWatcher}); !errors.Is(err, events.ErrBadKey) {
+		t.Errorf("one key for two roles: %v", err)
+	}
+	if _, err := events.NewSigningKey([]byte("SUnot-a-seed"), events.Grant{Role: events.RoleStager}); !errors.Is(err, events.ErrBadKey) {
+		t.Errorf("a malformed seed: %v", err)
+	}
+}
+
+// A store with a role key signs what it appends and refuses, before writing, what its
+// role may not write.
+func TestStoreSignsAndRefusesWhatItsRoleMayNotWrite(t *testing.T) {
+	b, _ := eventstest.Open(t, "test/unsigned")
+	ingestKey := signingKey(t, events.Grant{Role: events.RoleIngest})
+	incKey := signingKey(t, events.Grant{Role: events.RoleIncarnator})
+	ingest := events.NewStore(b.Conn, b.JS, "test/ingest", events.WithSigningKey(ingestKey))
+	inc := events.NewStore(b.Conn, b.JS, "test/incarnator", events.WithSigningKey(incKey))
+	ctx := context.Background()
+	id := events.NewID()
+	if _, err := ingest.Create(ctx, submitted(t, id)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := inc.Decide(ctx, id, func(s events.State) ([]events.Event, error) {
+		e, err := events.New(id, events.Succeeded, "", t0, events.Note{})
+		return []events.Event{e}, err
+	}); !errors.Is(err, events.ErrNoRight) {
+		t.Fatalf("the incarnator appended succeeded: %v", err)
+	}
+	if _, err := inc.Decide(ctx, id, func(s events.State) ([]events.Event, error) {
+		e, err := events.New(id, events.Incarnated, "local", t0, events.IncarnatedData{Cluster: "local"})
+		return []events.Event{e}, err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := ingest.Load(ctx, id)
+	if err != nil || len(h.Events) != 2 {
+		t.Fatalf("history %v (%v)", h.Events, err)
+	}
+	var ring events.Keyring
+	_ = ring.Add(ingestKey.PublicKey(), ingestKey.Grant())
+	_ = ring.Add(incKey.PublicKey(), incKey.Grant())
+	stream, err := b.JS.Stream(ctx, events.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st events.State
+	for _, e := range h.Events {
+		m, err := stream.GetMsg(ctx, e.Seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ring.Verify(m.Data, e.Route, st); err != nil {
+			t.Errorf("%s as stored: %v", e.Name, err)
+		}
+		if st, err = events.Apply(st, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSign is the cost signing adds to an append: building the signed bytes and one
+// ed25519 signature.
+func BenchmarkSign(b *testing.B) {
+	k := signingKey(b, events.Grant{Role: events.RoleExecutor})
+	e, _ := events.New(events.NewID(), events.Started, "local", t0, events.StartedData{NativeID: "12345"})
+	e.Source, e.PrevSeq, e.PrevHash = "gridwire/executor/host-1", 1234, strings.Repeat("a", 64)
+	b.ReportAllocs()
+	for b.Loop() {
+		k.Sign(&e)
+	}
+}
+
+// BenchmarkEncodeSigned is Encode of a signed event beside BenchmarkEncodeUnsigned.
+func BenchmarkEncodeSigned(b *testing.B)   { benchEncode(b, true) }
+func BenchmarkEncodeUnsigned(b *testing.B) { benchEncode(b, false) }
+
+func benchEncode(b *testing.B, signed bool) {
+	k := signingKey(b, events.Grant{Role: events.RoleExecutor})
+	e, _ := events.New(events.NewID(), events.Started, "local", t0, events.StartedData{NativeID: "12345"})
+	e.Source, e.PrevSeq, e.PrevHash = "gridwire/executor/host-1", 1234, strings.Repeat("a", 64)
+	b.ReportAllocs()
+	for b.Loop() {
+		if signed {
+			k.Sign(&e)
+		}
+		if _, err := e.Encode(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkVerify is what the audit spends per signed event.
+func BenchmarkVerify(b *testing.B) {
+	k := signingKey(b, events.Grant{Role: events.RoleExecutor})
+	var ring events.Keyring
+	_ = ring.Add(k.PublicKey(), k.Grant())
+	e, _ := events.New(events.NewID(), events.Started, "local", t0, events.StartedData{NativeID: "12345"})
+	body := signedBody(b, k, e)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ring.Verify(body, "local", events.State{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
