@@ -216,7 +216,12 @@ type conn struct {
 	store *events.Store
 }
 
-func (s *system) connect(service string) (conn, error) {
+func (s *system) connect(service string) (conn, error) { return s.connectFor(service, "") }
+
+// connectFor is connect for a service that works for one cluster only: its store signs
+// with that cluster's key when there is one (an executor of hpc1 only may hold only
+// executor-hpc1.seed).
+func (s *system) connectFor(service, clusterName string) (conn, error) {
 	nc, err := s.bus.Connect("gridwire-" + service)
 	if err != nil {
 		return conn{}, fmt.Errorf("connecting %s: %w", service, err)
@@ -231,7 +236,7 @@ func (s *system) connect(service string) (conn, error) {
 		s.cache = events.NewStateCache(1 << 16)
 	}
 	c := conn{nc: nc, js: js}
-	if c.store, err = s.store(c, service, ""); err != nil {
+	if c.store, err = s.store(c, service, clusterName); err != nil {
 		nc.Close()
 		return conn{}, err
 	}
@@ -334,7 +339,11 @@ func (s *system) start(ctx context.Context, g *errgroup.Group, names []string, o
 		if !ok {
 			return fmt.Errorf("unknown service %q (one of %v)", name, allServices)
 		}
-		c, err := s.connect(name)
+		one := ""
+		if len(clusters) == 1 {
+			one = clusters[0].Name
+		}
+		c, err := s.connectFor(name, one)
 		if err != nil {
 			return err
 		}
