@@ -34,7 +34,7 @@ func (s *Store) createWindow(ctx context.Context, evs []Event, seqs []uint64, er
 			e.Source = s.source
 		}
 		e.PrevHash, e.PrevSeq = "", 0
-		body, err := e.Encode()
+		body, err := s.seal(e)
 		if err != nil {
 			errs[i] = err
 			continue

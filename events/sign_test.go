@@ -176,6 +176,15 @@ func TestStoreSignsAndRefusesWhatItsRoleMayNotWrite(t *testing.T) {
 	if err != nil || len(h.Events) != 2 {
 		t.Fatalf("history %v (%v)", h.Events, err)
 	}
+	bulk := events.NewID()
+	if _, errs := ingest.CreateAll(ctx, []events.Event{submitted(t, bulk)}); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	hb, err := ingest.Load(ctx, bulk)
+	if err != nil || len(hb.Events) != 1 {
+		t.Fatalf("bulk history %v (%v)", hb.Events, err)
+	}
+	h.Events = append(h.Events, hb.Events...)
 	var ring events.Keyring
 	_ = ring.Add(ingestKey.PublicKey(), ingestKey.Grant())
 	_ = ring.Add(incKey.PublicKey(), incKey.Grant())
@@ -191,6 +200,9 @@ func TestStoreSignsAndRefusesWhatItsRoleMayNotWrite(t *testing.T) {
 		}
 		if _, err := ring.Verify(m.Data, e.Route, st); err != nil {
 			t.Errorf("%s as stored: %v", e.Name, err)
+		}
+		if e.JobID == bulk {
+			st = events.State{}
 		}
 		if st, err = events.Apply(st, e); err != nil {
 			t.Fatal(err)

@@ -259,10 +259,7 @@ func (s *Store) append(ctx context.Context, expect uint64, prevHash string, e Ev
 		e.Source = s.source
 	}
 	e.PrevHash, e.PrevSeq = prevHash, expect
-	if s.key != nil {
-		s.key.Sign(&e)
-	}
-	body, err := e.Encode()
+	body, err := s.seal(&e)
 	if err != nil {
 		return 0, "", err
 	}
@@ -293,6 +290,15 @@ func (s *Store) append(ctx context.Context, expect uint64, prevHash string, e Ev
 		}
 	}
 	return 0, "", fmt.Errorf("appending %s to job %s: %w", e.Name, e.JobID, lastErr)
+}
+
+// seal signs a complete event with the store's key, when it has one, and encodes it: the
+// one place an event's body is made for the log.
+func (s *Store) seal(e *Event) ([]byte, error) {
+	if s.key != nil {
+		s.key.Sign(e)
+	}
+	return e.Encode()
 }
 
 // landed reads the job's last message and reports whether it is the given event.
