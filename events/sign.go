@@ -34,7 +34,7 @@ type Role string
 
 // The roles that write events.
 const (
-	RoleIngest     Role = "ingest"     // submissions, and external events, unrouted
+	RoleIngest     Role = "ingest"     // submissions, and external events, to no cluster
 	RoleIncarnator Role = "incarnator" // placement
 	RoleStager     Role = "stager"     // transfers
 	RoleExecutor   Role = "executor"   // a cluster's START, HOLD, RESUME, ABORT; control requests
@@ -54,8 +54,9 @@ var (
 var requests = []Name{CancelRequested, HoldRequested, ResumeRequested}
 
 // rights is the one table of which role may write which event. Ingest writes only
-// unrouted events: submissions, and facts other systems publish (every event type),
-// which never hand work to a cluster. Every other role may route its events.
+// unrouted events (a group's submitted event excepted: it is routed to RouteGroup, no
+// cluster): submissions, and facts other systems publish (every event type), which
+// never hand work to a cluster. Every other role may route its events.
 var rights = map[Role][]Name{
 	RoleIngest:     names,
 	RoleIncarnator: {Incarnated, Failed, Cancelled},
@@ -90,7 +91,7 @@ func (g Grant) May(e Event, st State) error {
 	if !slices.Contains(rights[g.Role], e.Name) {
 		return fmt.Errorf("%w: role %s does not write %s", ErrNoRight, g.Role, e.Name)
 	}
-	if g.Role == RoleIngest && e.Route != "" {
+	if g.Role == RoleIngest && e.Route != "" && !(e.Name == Submitted && e.Route == RouteGroup) {
 		return fmt.Errorf("%w: role %s writes %s unrouted, not to %s", ErrNoRight, g.Role, e.Name, e.Route)
 	}
 	if len(g.Clusters) == 0 {

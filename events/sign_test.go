@@ -116,6 +116,8 @@ func TestVerifyRefusesUnsignedUnknownAndUnentitled(t *testing.T) {
 		{"hpc1's executor fails a job placed on local", signedBody(t, exec, ev(events.Failed, "")), "", onLocal, events.ErrNoRight},
 		{"hpc1's executor fails its own job", signedBody(t, exec, ev(events.Failed, "")), "", onHPC1, nil},
 		{"ingest records an external fact", signedBody(t, ingest, ev(events.Exited, "")), "", onLocal, nil},
+		{"ingest submits a group's parent", signedBody(t, ingest, ev(events.Submitted, events.RouteGroup)), events.RouteGroup, events.State{}, nil},
+		{"ingest routes an exit to the groups' route", signedBody(t, ingest, ev(events.Exited, events.RouteGroup)), events.RouteGroup, onLocal, events.ErrNoRight},
 	}
 	for _, c := range cases {
 		_, err := ring.Verify(c.body, c.route, c.st)

@@ -35,7 +35,8 @@ func (h *harness) submitJRDL(doc string) []string {
 
 func (h *harness) ask(id string, name events.Name) {
 	h.t.Helper()
-	if _, err := (executor.ControlAPI{Store: h.store}).Request(context.Background(), id, name, events.Note{Reason: "test"}); err != nil {
+	// The control API is the executor's: its requests are signed with the executor's key.
+	if _, err := (executor.ControlAPI{Store: h.roleStore(events.RoleExecutor)}).Request(context.Background(), id, name, events.Note{Reason: "test"}); err != nil {
 		h.t.Fatalf("%s of %s: %v", name, id, err)
 	}
 }
@@ -103,6 +104,12 @@ func TestCancelOnParentCancelsItsChildren(t *testing.T) {
 	st := h.waitEnd(ids[0])
 	if st.Status != events.StatusCancelled || counts(st)[events.StatusCancelled] != 2 {
 		t.Fatalf("parent %s %+v, want CANCELLED with 2 CANCELLED", st.Status, st.Group)
+	}
+	// Every event of the group, its children and the requests the watcher passed on, is
+	// signed by a role that may write it.
+	out, _, err := runCLI(context.Background(), "audit", "verify", "--all", "--nats-url="+h.natsURL(), "--signing-keys="+h.keysDir())
+	if err != nil || !strings.Contains(out, "verified 3 jobs") || !strings.Contains(out, ": 0 broken") || strings.Contains(out, "unsigned") {
+		t.Fatalf("audit verify of a cancelled group: %v\n%s", err, out)
 	}
 }
 
