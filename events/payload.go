@@ -61,6 +61,12 @@ type IncarnatedData struct {
 	// stdin, stdout.N, stderr.N, stage_in.N.from/.to, stage_out.N.from/.to, cleanup.N), where
 	// they changed; the stager moves these values.
 	Substituted map[string]string `json:"substituted,omitempty"`
+	// Storages are the paths of the profile's storages (GPE OS profile §3) for this job,
+	// by storage name, where the path was known when the job was rendered (not one that
+	// holds a value only the target knows); USPACE is the job's working directory unless
+	// the profile defines it. The JOB script exports every storage's path as
+	// GPE_STORAGE_<NAME>; the stager opens those an operator's target path names.
+	Storages map[string]string `json:"storages,omitempty"`
 }
 
 // Script is one rendered template.

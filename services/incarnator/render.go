@@ -35,8 +35,12 @@ var runtimeNames = map[string]bool{
 
 const infoPrefix = "TargetSystemInfo:"
 
+// storagePrefix names a storage's path in a template: <STORAGE:HOME>.
+const storagePrefix = "STORAGE:"
+
 func isSpecial(name string) bool {
-	return specialNames[name] || strings.HasPrefix(name, infoPrefix) || strings.HasPrefix(name, "SSH:")
+	return specialNames[name] || strings.HasPrefix(name, infoPrefix) || strings.HasPrefix(name, "SSH:") ||
+		strings.HasPrefix(name, storagePrefix)
 }
 
 // renderCtx renders one job's templates on one target. With job nil it is a probe:
@@ -52,6 +56,10 @@ type renderCtx struct {
 	reserved map[string]bool
 	// jobDependent is set when a probe render needed a job value.
 	jobDependent bool
+	// storages are the job's storage paths as shell text, by name; storing marks the
+	// storage being rendered (a storage template naming another storage is refused).
+	storages map[string]string
+	storing  bool
 }
 
 func (c *renderCtx) sources() profile.Sources {
@@ -76,7 +84,7 @@ func (c *renderCtx) special(name string) (profile.Value, bool) {
 		if c.t.cl.User != "" {
 			return trusted(c.t.cl.User), true
 		}
-		return runtimeValue(`$(id -un)`), true
+		return runtimeValue(`${LOGNAME:-$(id -un)}`), true
 	case "WORKING_DIRECTORY":
 		return runtimeValue(`$` + events.VarWorkDir), true
 	case "WORK_ROOT":
@@ -95,6 +103,9 @@ func (c *renderCtx) special(name string) (profile.Value, bool) {
 		return trusted(c.t.cl.LRMS), true
 	case "SSH:HOST", "SSH:PORT":
 		return c.ssh(name)
+	}
+	if s, ok := strings.CutPrefix(name, storagePrefix); ok {
+		return c.storage(s)
 	}
 	if strings.HasPrefix(name, infoPrefix) {
 		v, ok := infoValue(&c.t.cl.Info, strings.TrimPrefix(name, infoPrefix))
@@ -305,6 +316,9 @@ func (t *target) render(job *events.Job, setHash string) (events.IncarnatedData,
 		return inc, err
 	}
 	c.reserved = reserved
+	if inc.Storages, err = c.renderStorages(wd); err != nil {
+		return inc, err
+	}
 	body, err := c.jobScript(wd, vars, setHash)
 	if err != nil {
 		return inc, err
@@ -369,6 +383,7 @@ func (c *renderCtx) jobScript(wd string, vars map[string]string, setHash string)
 	if job.Parent != "" {
 		b = append(b, events.VarParentID+"="+shellquote.Quote(job.Parent)+"\n"...)
 	}
+	b = c.exportStorages(b)
 	b, err := c.template(b, "JOB_PROLOGUE")
 	if err != nil {
 		return nil, err

@@ -39,6 +39,9 @@ type FileRoot struct {
 	Clusters []string `yaml:"clusters,omitempty"`
 	// Principals limits the root to jobs of these submitters; empty means every one.
 	Principals []string `yaml:"principals,omitempty"`
+	// Storage, in a target path instead of Path, names a storage of the job's OS profile
+	// (HOME, SCRATCH, USPACE, ...): the root is that storage's path for the job.
+	Storage string `yaml:"storage,omitempty"`
 }
 
 // UnmarshalYAML reads a root given as a plain path (read access, every job) or in full.
@@ -60,6 +63,25 @@ func cmpOr(a, b string) string {
 }
 
 func (r FileRoot) validate(where string) error {
+	if r.Storage != "" {
+		return errors.New(where + ".storage: only a target path may name a storage")
+	}
+	return r.validatePath(where)
+}
+
+// validateTarget checks a target path: a Path as a file root's, or a Storage instead.
+func (r FileRoot) validateTarget(where string) error {
+	if r.Storage == "" {
+		return r.validatePath(where)
+	}
+	if r.Path != "" {
+		return errors.New(where + ": path and storage exclude each other")
+	}
+	r.Path = "/storage"
+	return r.validatePath(where)
+}
+
+func (r FileRoot) validatePath(where string) error {
 	var errs []error
 	p := strings.ReplaceAll(r.Path, PrincipalPlaceholder, "x")
 	switch {

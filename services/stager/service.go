@@ -107,7 +107,7 @@ func (c Config) Validate() error {
 		}
 	}
 	for i, r := range c.TargetPaths {
-		if err := r.validate(fmt.Sprintf("stager: target_paths[%d]", i)); err != nil {
+		if err := r.validateTarget(fmt.Sprintf("stager: target_paths[%d]", i)); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -32,16 +32,33 @@ func targetName(name string) (string, error) {
 	return path.Clean(name), nil
 }
 
+// targetRoots are the target paths for the job: a storage entry becomes its storage's
+// path for this job (cleaned; one the job's incarnation does not know opens nothing).
+func (r run) targetRoots() []FileRoot {
+	var out []FileRoot
+	for _, tp := range r.s.cfg.TargetPaths {
+		if tp.Storage != "" {
+			p, ok := r.who.storages[tp.Storage]
+			if !ok || !path.IsAbs(p) || path.Clean(p) == "/" {
+				continue
+			}
+			tp.Path, tp.Storage = path.Clean(p), ""
+		}
+		out = append(out, tp)
+	}
+	return out
+}
+
 // targetEndpoint is where an absolute key lives: the fork cluster's disk through the
 // target-path roots, or the ssh cluster's host through the same SFTP connection as the
 // working directory, confined to the root that opens the path.
 func (r run) targetEndpoint(want string) (endpoint, error) {
 	switch wd := r.wd.(type) {
 	case *localDir:
-		return hostFS{roots: r.s.cfg.TargetPaths, protected: r.s.protected, cluster: r.who.cluster,
+		return hostFS{roots: r.targetRoots(), protected: r.s.protected, cluster: r.who.cluster,
 			principal: r.who.principal, refused: ErrTargetPath}, nil
 	case *sftpFS:
-		return sftpTargetFS{c: wd, roots: r.s.cfg.TargetPaths, who: r.who}, nil
+		return sftpTargetFS{c: wd, roots: r.targetRoots(), who: r.who}, nil
 	}
 	return nil, fmt.Errorf("%w: this target cannot reach absolute paths", ErrTargetPath)
 }

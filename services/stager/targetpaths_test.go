@@ -78,3 +78,39 @@ func TestCheckURLsAcceptsAbsoluteNodePaths(t *testing.T) {
 		t.Errorf("'..' in an absolute node path: got %v", err)
 	}
 }
+
+// A target path may name a storage of the job's OS profile instead of a path: it opens
+// the storage's path the incarnation recorded for that job, and nothing for a job
+// whose profile has no such storage.
+func TestTargetPathNamesAProfileStorage(t *testing.T) {
+	scratch, store := t.TempDir(), t.TempDir()
+	cfg := testConfig()
+	cfg.TargetPaths = []FileRoot{{Storage: "SCRATCH", Access: AccessReadWrite}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t)
+	e.start(cfg)
+	writeFile(t, filepath.Join(store, "in.txt"), "input")
+	job := events.Job{MaxTransferAttempts: 1, StageIn: []events.FileCopy{{From: "file://" + store + "/in.txt", To: scratch + "/in.txt"}}}
+	id := e.incarnateWith(job, events.IncarnatedData{Cluster: "local", Storages: map[string]string{"SCRATCH": scratch}})
+	e.waitStatus(id, events.StatusQueued)
+	if got := readFile(t, filepath.Join(scratch, "in.txt")); got != "input" {
+		t.Errorf("staged into the storage as %q", got)
+	}
+	id = e.incarnateWith(job, events.IncarnatedData{Cluster: "local", Storages: map[string]string{"HOME": scratch}})
+	st := e.waitStatus(id, events.StatusFailed)
+	if !strings.Contains(st.Reason, "stager.target_paths") {
+		t.Errorf("a job without the storage: %q", st.Reason)
+	}
+	c := testConfig()
+	c.TargetPaths = []FileRoot{{Storage: "X", Path: "/x"}}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "path and storage exclude each other") {
+		t.Errorf("a target path with both: %v", err)
+	}
+	c = testConfig()
+	c.FileRoots = append(c.FileRoots, FileRoot{Storage: "HOME"})
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "only a target path may name a storage") {
+		t.Errorf("a file root naming a storage: %v", err)
+	}
+}

@@ -41,10 +41,17 @@ func (s *stager) workDir(ctx context.Context, st events.State) (workDir, error) 
 
 // scope is whose transfer it is: the job's cluster and submitter, which file roots
 // are opened to.
-type scope struct{ cluster, principal string }
+type scope struct {
+	cluster, principal string
+	storages           map[string]string // the job's profile storage paths (target paths may name them)
+}
 
 func scopeOf(st events.State) scope {
-	return scope{cluster: st.Cluster, principal: jobOf(st).Submitter}
+	s := scope{cluster: st.Cluster, principal: jobOf(st).Submitter}
+	if st.Incarnation != nil {
+		s.storages = st.Incarnation.Storages
+	}
+	return s
 }
 
 // remoteEndpoint is the store a remote name lives in and the name within it.
