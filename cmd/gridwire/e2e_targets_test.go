@@ -61,7 +61,8 @@ func TestE2EOpenSSHCluster(t *testing.T) {
 	cfg := cluster.Config{Clusters: []cluster.Cluster{{Name: "remote", Kind: cluster.KindSSH, Hosts: []string{srv.Addr},
 		User: srv.User, Identity: srv.ClientKeyFile, KnownHosts: srv.KnownHostsFile, Profile: "fork", LRMS: "Fork",
 		WorkRoot: srv.Dir}}}
-	h := newHarnessWith(t, cfg)
+	files := t.TempDir()
+	h := newHarnessWith(t, withFileRoot(t, cfg, files))
 
 	id := h.submitJSON(map[string]any{"version": 3, "executable": "/bin/sh", "arguments": []string{"-c", "id -un"}})
 	st := h.waitEnd(id)
@@ -92,6 +93,7 @@ func TestE2EOpenSSHCluster(t *testing.T) {
 	h.assertCleanHistory(id)
 
 	t.Run("JRDL times and reserved names", func(t *testing.T) { checkJRDLRunTime(t, h) })
+	t.Run("JRDL directory, staging and cleanup", func(t *testing.T) { checkJRDLDirectory(t, h, files) })
 }
 
 // slurmCluster is the single-node Slurm that .ci/e2e started, reached from this host.
@@ -125,7 +127,8 @@ func squeueLine(t *testing.T, id string) string {
 // Jobs submitted through the slurm profile run to completion, are cancelled, and are
 // held and released, on a real Slurm.
 func TestE2ESlurm(t *testing.T) {
-	h := newHarnessWith(t, cluster.Config{Clusters: []cluster.Cluster{slurmCluster(t)}})
+	files := t.TempDir()
+	h := newHarnessWith(t, withFileRoot(t, cluster.Config{Clusters: []cluster.Cluster{slurmCluster(t)}}, files))
 
 	t.Run("completion", func(t *testing.T) {
 		id := h.submitJSON(map[string]any{"version": 3, "executable": "/bin/sh", "arguments": []string{"-c", "echo from slurm; exit 0"}})
@@ -187,6 +190,7 @@ func TestE2ESlurm(t *testing.T) {
 	})
 
 	t.Run("JRDL times and reserved names", func(t *testing.T) { checkJRDLRunTime(t, h) })
+	t.Run("JRDL directory, staging and cleanup", func(t *testing.T) { checkJRDLDirectory(t, h, files) })
 
 	t.Run("group cancel", func(t *testing.T) {
 		ids := h.submitJRDL(jrdlTwoSleepers)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/cluster"
 )
 
 // jrdlJob is a one-job JRDL document running /bin/sh -c script, with extra attributes.
@@ -54,4 +55,67 @@ func checkJRDLRunTime(t *testing.T, h *harness) {
 // cluster through the whole gateway.
 func TestJRDLRunTimeOnFork(t *testing.T) {
 	checkJRDLRunTime(t, newHarness(t))
+}
+
+// withFileRoot opens root to every job for reading and writing (stager.file_roots).
+func withFileRoot(t *testing.T, cfg cluster.Config, root string) cluster.Config {
+	t.Helper()
+	if err := cfg.Stager.Encode(map[string]any{"file_roots": []map[string]string{{"path": root, "access": "read-write"}}}); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// jrdlInDirectory is a JRDL job running in the relative directory "run" that reads a
+// staged input, writes a result that is staged out, prints to its stdout (copied to the
+// spec's relative STDOUT, a file in its directory, and to {JOBID}.out, a name only the
+// target fills) and has its input cleaned up.
+func jrdlInDirectory(src, dst string) string {
+	return jrdlJob(`<stringElement value="cat in.txt &gt; copy.txt; echo printed; pwd"/>`, `
+<directory><path><stringElement value="run"/></path></directory>
+<stdout><pathArray><path><stringElement value="STDOUT"/></path><path><substitutionRef name="JOBID"/><stringElement value=".out"/></path></pathArray></stdout>
+<fileStageIn><fileInputArray><fileInput><url><urlElement value="file://`+src+`"/></url><path><stringElement value="in.txt"/></path></fileInput></fileInputArray></fileStageIn>
+<fileStageOut><fileOutputArray><fileOutput><path><stringElement value="copy.txt"/></path><url><urlElement value="file://`+dst+`"/></url></fileOutput></fileOutputArray></fileStageOut>
+<fileCleanUp><pathArray><path><stringElement value="in.txt"/></path></pathArray></fileCleanUp>`)
+}
+
+// checkJRDLDirectory runs jrdlInDirectory through the whole gateway on the harness's one
+// cluster, whose stager opens root: the staged input is where the program looks, the
+// result of a job that exited 0 is staged out, STDOUT lands in the job's directory and
+// cleanup removes the input from there; a reserved name in a stdout destination is
+// filled with the target's value. The e2e suite runs it on real SSH and Slurm.
+func checkJRDLDirectory(t *testing.T, h *harness, root string) {
+	t.Helper()
+	src, dst := filepath.Join(root, "in.txt"), filepath.Join(root, "out-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	if err := os.WriteFile(src, []byte("staged\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ids := h.submitJRDL(jrdlInDirectory(src, dst))
+	st := h.waitEnd(ids[0])
+	if st.Status != events.StatusSucceeded {
+		t.Fatalf("a job with a <directory>: %s (%s)", st.Status, st.Reason)
+	}
+	run := filepath.Join(st.Incarnation.WorkDir, "run")
+	if out, err := os.ReadFile(dst); string(out) != "staged\n" {
+		t.Errorf("staged out %q (%v); want the input the program read in its directory", out, err)
+	}
+	if out, err := os.ReadFile(filepath.Join(run, "STDOUT")); err != nil || !strings.HasPrefix(string(out), "printed\n") || !strings.HasSuffix(strings.TrimSpace(string(out)), "/run") {
+		t.Errorf("STDOUT in the job's directory: %q (%v)", out, err)
+	}
+	if out, err := os.ReadFile(filepath.Join(run, ids[0]+".out")); err != nil || !strings.HasPrefix(string(out), "printed\n") {
+		t.Errorf("stdout to {JOBID}.out in the job's directory: %q (%v)", out, err)
+	}
+	if _, err := os.Stat(filepath.Join(run, "in.txt")); !os.IsNotExist(err) {
+		t.Errorf("cleanup left in.txt in the job's directory (%v)", err)
+	}
+	if _, err := os.Stat(filepath.Join(run, "copy.txt")); err != nil {
+		t.Errorf("cleanup removed what it was not asked to: %v", err)
+	}
+}
+
+// TestJRDLDirectoryOnFork: <directory>, staging, STDOUT and cleanup agree on a fork
+// cluster through the whole gateway.
+func TestJRDLDirectoryOnFork(t *testing.T) {
+	root := t.TempDir()
+	checkJRDLDirectory(t, newHarnessWith(t, withFileRoot(t, cluster.Default(), root)), root)
 }

@@ -61,6 +61,7 @@ func (osFS) ReadLink(name string) (string, error)   { return os.Readlink(name) }
 // symlink appears between the check and the use.
 type localDir struct {
 	dir  string
+	bare bool       // no control directory: a job directory of the job's choosing
 	mu   sync.Mutex // guards the lazy opening of real and root
 	real string     // dir with symlinks resolved, for confinement checks
 	root *os.Root
@@ -74,7 +75,11 @@ func (l *localDir) create(ctx context.Context) error {
 	if l.root != nil {
 		return nil
 	}
-	if err := os.MkdirAll(filepath.Join(l.dir, filepath.FromSlash(controlDir())), 0o755); err != nil {
+	mk := filepath.Join(l.dir, filepath.FromSlash(controlDir()))
+	if l.bare {
+		mk = l.dir
+	}
+	if err := os.MkdirAll(mk, 0o755); err != nil {
 		return fmt.Errorf("making working directory: %w", err)
 	}
 	real, err := filepath.EvalSymlinks(l.dir)

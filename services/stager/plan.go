@@ -26,7 +26,13 @@ type item struct {
 	local    string // name in the working directory, or an absolute path on the target (abs)
 	abs      bool   // local is an absolute path on the target, within Config.TargetPaths
 	exec     bool   // the job's program: made executable once staged
-	err      error
+	// stdio: the local end is in gridwire's control directory (stdin, stdout, stderr),
+	// not in the job's directory.
+	stdio bool
+	// jobFile is a stdout or stderr destination that is a file in the job's directory
+	// (a relative plain path when the job has no default_storage_base).
+	jobFile string
+	err     error
 }
 
 // key identifies an item's attempt records among a job's transfers.
@@ -72,7 +78,7 @@ func dedup(items []item) []item {
 }
 
 func inItem(f events.FileCopy, job events.Job, def int, stdio bool) item {
-	it := item{dir: DirIn, from: f.From, to: f.To, of: budget(f, job, def)}
+	it := item{dir: DirIn, from: f.From, to: f.To, of: budget(f, job, def), stdio: stdio}
 	r, err := resolveRemote(f.From, job.DefaultStorageBase)
 	if err == nil {
 		it.from, it.remote, it.tree = r.raw, r, r.dir || f.Directory
@@ -117,9 +123,13 @@ func wanted(when string, success bool) bool {
 }
 
 func outItem(f events.FileCopy, job events.Job, def int, stdio bool) item {
-	it := item{dir: DirOut, from: f.From, to: f.To, of: budget(f, job, def), local: f.From}
+	it := item{dir: DirOut, from: f.From, to: f.To, of: budget(f, job, def), local: f.From, stdio: stdio}
 	if !stdio {
 		it.local, it.abs, it.err = nodeName(f.From)
+	}
+	if stdio && isJobFile(f.To, job.DefaultStorageBase) {
+		it.jobFile, it.err = localName(f.To)
+		return it
 	}
 	r, err := resolveRemote(f.To, job.DefaultStorageBase)
 	if err == nil {
@@ -191,4 +201,11 @@ func isProgram(executable, local string) bool {
 	}
 	clean, err := localName(executable)
 	return err == nil && clean == local
+}
+
+// isJobFile reports whether a stdout or stderr destination names a file in the job's
+// directory: a relative plain path with no default_storage_base to resolve it against
+// (JRDL's <stdout><path>STDOUT</path>, a file on the execution host as in GRAM).
+func isJobFile(dest, base string) bool {
+	return base == "" && !events.HasScheme(dest) && !strings.HasPrefix(dest, "/")
 }

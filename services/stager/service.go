@@ -334,21 +334,36 @@ func (s *stager) stageIn(ctx context.Context, d events.Delivery) error {
 	if err != nil || (st.Status != events.StatusIncarnated && st.Status != events.StatusStagingIn) {
 		return err
 	}
-	items := planIn(jobOf(st), s.cfg.MaxTransferAttempts)
-	wd, err := s.workDir(ctx, st)
+	job, err := s.targetJob(ctx, st)
 	if err != nil {
 		return err
 	}
-	defer wd.Close()
-	if err := wd.create(ctx); err != nil {
+	items := planIn(job, s.cfg.MaxTransferAttempts)
+	uses := usesJobDir(items)
+	dd, err := s.openDirs(ctx, st, job, uses, AccessWrite)
+	if errors.Is(err, ErrJobDir) {
+		return s.finishIn(ctx, st.JobID, nil, err)
+	}
+	if err != nil {
 		return err
+	}
+	defer dd.Close()
+	if err := dd.wd.create(ctx); err != nil {
+		return err
+	}
+	// The job's directory is made before the job runs (its JOB script cds there), when
+	// the stager may reach it; a failure matters only if a file is to be staged there.
+	if dd.jd != nil {
+		if err := dd.jd.create(ctx); err != nil && uses {
+			return s.finishIn(ctx, st.JobID, nil, fmt.Errorf("making the job's directory %s: %w", dd.jdPath, err))
+		}
 	}
 	if st.Status == events.StatusIncarnated && len(items) > 0 {
 		if st, err = s.begin(ctx, st, items); err != nil || st.Status != events.StatusStagingIn {
 			return err
 		}
 	}
-	r := run{s: s, jobID: st.JobID, status: st.Status, wd: wd, stopOnFailure: true, rec: &recorder{st: st}, who: scopeOf(st)}
+	r := run{s: s, jobID: st.JobID, status: st.Status, dirs: dd, stopOnFailure: true, rec: &recorder{st: st}, who: scopeOf(st)}
 	failures, err := r.execute(ctx, st, items)
 	if errors.Is(err, errMovedOn) {
 		return nil
@@ -356,7 +371,7 @@ func (s *stager) stageIn(ctx context.Context, d events.Delivery) error {
 	if err != nil {
 		return fmt.Errorf("staging in job %s: %w", st.JobID, err)
 	}
-	return s.finishIn(ctx, st.JobID, failures)
+	return s.finishIn(ctx, st.JobID, failures, nil)
 }
 
 // begin records the stage-in plan (or a cancellation that came first).
@@ -373,13 +388,16 @@ func (s *stager) begin(ctx context.Context, st events.State, items []item) (even
 	})
 }
 
-// finishIn queues the job on its cluster, or fails it naming the file that did not come.
-func (s *stager) finishIn(ctx context.Context, jobID string, failures []failure) error {
+// finishIn queues the job on its cluster, or fails it naming the file that did not come
+// (or why its directory could not be used).
+func (s *stager) finishIn(ctx context.Context, jobID string, failures []failure, refused error) error {
 	_, err := s.deps.Store.DecideLatest(ctx, jobID, func(st events.State) ([]events.Event, error) {
 		now := s.deps.Now()
 		switch {
 		case st.Status != events.StatusIncarnated && st.Status != events.StatusStagingIn:
 			return nil, nil
+		case refused != nil:
+			return one(st.JobID, events.Failed, "", now, events.EndData{Reason: "stage-in refused: " + refused.Error()})
 		case len(failures) > 0:
 			f := failures[0]
 			return one(st.JobID, events.Failed, "", now, events.EndData{Reason: fmt.Sprintf(
@@ -404,21 +422,31 @@ func (s *stager) stageOut(ctx context.Context, d events.Delivery) error {
 	if err != nil || st.Status != events.StatusStagingOut || st.StagedOut != nil {
 		return err
 	}
-	job := jobOf(st)
+	job, err := s.targetJob(ctx, st)
+	if err != nil {
+		return err
+	}
 	success := st.ExitCode != nil && *st.ExitCode == 0
 	items := planOut(job, s.cfg.MaxTransferAttempts, success)
 	if len(items) == 0 && len(job.Cleanup) == 0 {
 		return s.finishOut(ctx, st.JobID, events.StagedOutData{OK: true})
 	}
-	wd, err := s.workDir(ctx, st)
+	want := []string{AccessRead}
+	if len(job.Cleanup) > 0 {
+		want = append(want, AccessWrite)
+	}
+	dd, err := s.openDirs(ctx, st, job, usesJobDir(items) || len(job.Cleanup) > 0, want...)
+	if errors.Is(err, ErrJobDir) {
+		return s.finishOut(ctx, st.JobID, events.StagedOutData{Reason: "stage-out refused: " + err.Error()})
+	}
 	if err != nil {
 		return err
 	}
-	defer wd.Close()
-	if err := wd.create(ctx); err != nil {
+	defer dd.Close()
+	if err := dd.wd.create(ctx); err != nil {
 		return err
 	}
-	r := run{s: s, jobID: st.JobID, status: events.StatusStagingOut, wd: wd, rec: &recorder{st: st}, who: scopeOf(st)}
+	r := run{s: s, jobID: st.JobID, status: events.StatusStagingOut, dirs: dd, rec: &recorder{st: st}, who: scopeOf(st)}
 	failures, err := r.execute(ctx, st, items)
 	if errors.Is(err, errMovedOn) {
 		return nil
@@ -431,7 +459,7 @@ func (s *stager) stageOut(ctx context.Context, d events.Delivery) error {
 		out.Failed = append(out.Failed, f.String())
 	}
 	for _, c := range job.Cleanup {
-		if err := s.cleanup(ctx, wd, c); err != nil {
+		if err := s.cleanup(ctx, st, dd, c); err != nil {
 			out.Failed = append(out.Failed, fmt.Sprintf("cleanup %s: %v", c, err))
 			continue
 		}
@@ -443,14 +471,6 @@ func (s *stager) stageOut(ctx context.Context, d events.Delivery) error {
 			len(out.Failed), len(items)+len(job.Cleanup), strings.Join(out.Failed, "; "))
 	}
 	return s.finishOut(ctx, st.JobID, out)
-}
-
-func (s *stager) cleanup(ctx context.Context, wd workDir, name string) error {
-	n, err := localName(name)
-	if err != nil {
-		return err
-	}
-	return wd.removeAll(ctx, n)
 }
 
 // finishOut records stage-out's outcome once.

@@ -87,6 +87,7 @@ func (p *sshPools) Close() error {
 type sftpFS struct {
 	c    *sftp.Client
 	root string
+	bare bool       // no control directory: a job directory of the job's choosing
 	mu   sync.Mutex // guards made and the lazy resolution of real
 	made bool       // root and its control directory exist
 	real string     // root with symlinks resolved
@@ -127,7 +128,10 @@ func (s *sftpFS) makeLocked() error {
 		s.root = path.Join(home, s.root)
 	}
 	ctl := path.Join(s.root, controlDir())
-	if s.c.Mkdir(s.root) != nil || s.c.Mkdir(ctl) != nil {
+	if s.bare {
+		ctl = s.root
+	}
+	if s.c.Mkdir(s.root) != nil || !s.bare && s.c.Mkdir(ctl) != nil {
 		if err := s.c.MkdirAll(ctl); err != nil {
 			return fmt.Errorf("making working directory %s: %w", s.root, err)
 		}

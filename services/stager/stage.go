@@ -32,7 +32,7 @@ type run struct {
 	s      *stager
 	jobID  string
 	status events.Status // the state the job must be in for attempts to be recorded
-	wd     workDir
+	dirs   dirs          // the job's working directory and its own directory
 	// stopOnFailure ends the pass at the first exhausted item (stage-in: the job fails).
 	stopOnFailure bool
 	rec           *recorder
@@ -139,12 +139,20 @@ func (r run) attempt(ctx context.Context, it item) (copied, error) {
 	if it.err != nil {
 		return copied{}, it.err
 	}
-	rem, name, err := r.s.remoteEndpoint(ctx, it.remote, r.who)
-	if err != nil {
+	var rem endpoint
+	var name string
+	var err error
+	if it.jobFile != "" {
+		rem, name = r.dirs.jd, it.jobFile
+	} else if rem, name, err = r.s.remoteEndpoint(ctx, it.remote, r.who); err != nil {
 		return copied{}, err
 	}
+	wd := r.dirs.jd
+	if it.stdio {
+		wd = r.dirs.wd
+	}
 	c := r.s.copier()
-	var local endpoint = r.wd
+	var local endpoint = wd
 	if it.abs {
 		want := map[string]string{DirIn: AccessWrite, DirOut: AccessRead}[it.dir]
 		if local, err = r.targetEndpoint(want); err != nil {
@@ -156,7 +164,7 @@ func (r run) attempt(ctx context.Context, it item) (copied, error) {
 	}
 	res, err := c.copyItem(ctx, rem, name, local, it.local, it.tree)
 	if err == nil && it.exec {
-		if err = r.wd.makeExecutable(ctx, it.local); err != nil {
+		if err = wd.makeExecutable(ctx, it.local); err != nil {
 			err = fmt.Errorf("making %s executable: %w", it.local, err)
 		}
 	}

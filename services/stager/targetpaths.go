@@ -53,7 +53,7 @@ func (r run) targetRoots() []FileRoot {
 // target-path roots, or the ssh cluster's host through the same SFTP connection as the
 // working directory, confined to the root that opens the path.
 func (r run) targetEndpoint(want string) (endpoint, error) {
-	switch wd := r.wd.(type) {
+	switch wd := r.dirs.wd.(type) {
 	case *localDir:
 		return hostFS{roots: r.targetRoots(), protected: r.s.protected, cluster: r.who.cluster,
 			principal: r.who.principal, refused: ErrTargetPath}, nil

@@ -20,13 +20,20 @@ func (s *stager) workDir(ctx context.Context, st events.State) (workDir, error) 
 	if st.Incarnation == nil || st.Incarnation.WorkDir == "" {
 		return nil, fmt.Errorf("job %s: %w", st.JobID, ErrNoWorkDir)
 	}
-	dir := st.Incarnation.WorkDir
+	return s.openDir(ctx, st, st.Incarnation.WorkDir, false)
+}
+
+// openDir opens dir on the job's target; bare opens it without gridwire's control
+// directory (a job directory of the job's choosing).
+func (s *stager) openDir(ctx context.Context, st events.State, dir string, bare bool) (workDir, error) {
 	cl, ok := s.cfg.Clusters.Find(st.Cluster)
 	switch {
 	case !ok && len(s.cfg.Clusters.Clusters) > 0:
 		return nil, fmt.Errorf("job %s: cluster %q is not in the stager's config", st.JobID, st.Cluster)
 	case !ok, cl.Kind == cluster.KindFork:
-		return openLocalDir(dir), nil
+		d := openLocalDir(dir)
+		d.bare = bare
+		return d, nil
 	}
 	host := cl.Hosts[0]
 	if slices.Contains(cl.Hosts, st.Host) {
@@ -36,7 +43,13 @@ func (s *stager) workDir(ctx context.Context, st events.State) (workDir, error) 
 	if err != nil {
 		return nil, fmt.Errorf("job %s: reaching working directory on %s: %w", st.JobID, host, err)
 	}
-	return &sftpFS{c: c, root: dir}, nil
+	return &sftpFS{c: c, root: dir, bare: bare}, nil
+}
+
+// onGateway reports whether the job's target is this machine's disk (a fork cluster).
+func (s *stager) onGateway(st events.State) bool {
+	cl, ok := s.cfg.Clusters.Find(st.Cluster)
+	return !ok || cl.Kind == cluster.KindFork
 }
 
 // scope is whose transfer it is: the job's cluster and submitter, which file roots
@@ -59,7 +72,7 @@ func (s *stager) remoteEndpoint(ctx context.Context, r remote, who scope) (endpo
 	u := r.url
 	switch u.Scheme {
 	case SchemeFile:
-		return hostFS{roots: s.cfg.FileRoots, protected: s.protected, cluster: who.cluster, principal: who.principal}, u.Path, nil
+		return s.hostFS(who), u.Path, nil
 	case SchemeHTTP, SchemeHTTPS:
 		return s.http, u.String(), nil
 	case SchemeUpload:

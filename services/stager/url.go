@@ -145,8 +145,11 @@ func checkName(name string, kind error) error {
 }
 
 // CheckURLs refuses a job whose staging names cannot be staged: unsupported schemes (the
-// message lists the supported ones), relative remote paths with no default_storage_base,
-// and local names that leave the working directory. Ingest calls it at submission.
+// message lists the supported ones), relative remote paths with no default_storage_base
+// (but a relative stdout or stderr destination is a file in the job's directory), and
+// local names that leave the job's directory. Absolute cleanup paths pass here: whether
+// the policy lets the stager remove them depends on where the job runs. Ingest calls it
+// at submission.
 func CheckURLs(job events.Job) error {
 	var errs []error
 	check := func(field string, err error) {
@@ -183,16 +186,13 @@ func CheckURLs(job events.Job) error {
 		check("stdin", err)
 	}
 	for i, s := range job.Stdout {
-		_, err := resolveRemote(s, base)
-		check(fmt.Sprintf("stdout[%d]", i), err)
+		check(fmt.Sprintf("stdout[%d]", i), checkDestination(s, base))
 	}
 	for i, s := range job.Stderr {
-		_, err := resolveRemote(s, base)
-		check(fmt.Sprintf("stderr[%d]", i), err)
+		check(fmt.Sprintf("stderr[%d]", i), checkDestination(s, base))
 	}
 	for i, c := range job.Cleanup {
-		_, err := localName(c)
-		check(fmt.Sprintf("cleanup[%d]", i), err)
+		check(fmt.Sprintf("cleanup[%d]", i), checkCleanup(c))
 	}
 	if job.MaxTransferAttempts < 0 {
 		check("max_transfer_attempts", fmt.Errorf("%w: %d < 0", ErrRemote, job.MaxTransferAttempts))
@@ -217,3 +217,25 @@ func checkWhen(w string) error {
 
 // listable reports whether a scheme can list a directory for stage-in.
 func listable(scheme string) bool { return scheme != SchemeHTTP && scheme != SchemeHTTPS }
+
+// checkDestination checks a stdout or stderr destination: a file in the job's directory,
+// or a remote name.
+func checkDestination(dest, base string) error {
+	if isJobFile(dest, base) {
+		_, err := localName(dest)
+		return err
+	}
+	_, err := resolveRemote(dest, base)
+	return err
+}
+
+// checkCleanup checks a cleanup entry: a name in the job's directory, or an absolute
+// path (without '..'), which the policy judges when the job has run.
+func checkCleanup(name string) error {
+	if strings.HasPrefix(name, "/") {
+		_, err := targetName(name)
+		return err
+	}
+	_, err := localName(name)
+	return err
+}
