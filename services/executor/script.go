@@ -85,7 +85,8 @@ func (s *ScriptTarget) Start(ctx context.Context, st events.State) (events.Start
 	if err := s.installStatics(ctx, sh, inc.StaticScripts); err != nil {
 		return events.StartedData{}, fmt.Errorf("installing static scripts on %s: %w", sh.Host(), err)
 	}
-	job := startJob{id: st.JobID, workDir: inc.WorkDir, start: start.Body, body: jobScript.Body}
+	job := startJob{id: st.JobID, workDir: inc.WorkDir, start: start.Body, body: jobScript.Body,
+		list: inc.Scripts[events.ScriptList+":DIR"].Body}
 	if err := job.check(); err != nil {
 		return events.StartedData{}, err
 	}

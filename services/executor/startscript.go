@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +21,7 @@ type startJob struct {
 	workDir string // GW_WORKDIR, absolute
 	start   string // the rendered START script
 	body    string // the rendered JOB script, written to .gridwire/job.sh
+	list    string // the profile's LIST DIR script (FILE is GW_PATH), "" if none
 }
 
 // errNUL refuses values a shell word cannot carry.
@@ -89,6 +91,9 @@ const (
 //   - A lock with a status is a run that exists: it is reported ("done") and adopted,
 //     never started again. A lock without one older than StaleLock was left by an
 //     attempt that died before START finished: it is moved aside ("stale") for a retry.
+//   - Before taking over after an abandoned lock, the profile's LIST template looks
+//     for the files the JOB script writes when it runs (gw_ran); a job that ran is not
+//     started again.
 //   - A failed START (non-zero status) is reported, then its lock is moved aside so that
 //     a retry may start the job; if the script dies between the two, the next attempt
 //     finds the failure, reports it and releases.
@@ -135,7 +140,7 @@ func (s *ScriptTarget) startScript(nonce string, jobs []startJob) string {
 	for k, j := range jobs {
 		b.WriteString(events.VarJobID + "=" + shellquote.Quote(j.id) + " " + events.VarWorkDir + "=" + shellquote.Quote(j.workDir) + "\n")
 		b.WriteString("export " + events.VarJobID + " " + events.VarWorkDir + "\n")
-		b.WriteString("gw_s=" + shellquote.Quote(j.start) + "\ngw_j=" + shellquote.Quote(j.body) + "\n")
+		b.WriteString("gw_s=" + shellquote.Quote(j.start) + "\ngw_j=" + shellquote.Quote(j.body) + "\ngw_ls=" + shellquote.Quote(j.list) + "\n")
 		b.WriteString("gw_take " + strconv.Itoa(k) + "\n")
 		if !s.Batch {
 			b.WriteString("gw_report " + strconv.Itoa(k) + ` "$GW_WORKDIR"` + "\n")
@@ -151,14 +156,20 @@ func (s *ScriptTarget) startScript(nonce string, jobs []startJob) string {
 	return b.String()
 }
 
-// startFuncs are the start script's shell functions. gw_take takes job $1's start
+// startFuncs are the start script's shell functions (a variable only because gw_ran
+// names the JOB script's files by their events constants). gw_take takes job $1's start
 // lock, writes its JOB script and runs its START (GW_WORKDIR, gw_j and gw_s hold the
 // job's values) and notes in gw_v$1 what it found: ran, held (the lock was there),
 // nodir, nojob. gw_report $1 DIR reads the lock back and prints the job's verdict,
 // START's output and error output between the script's markers (gw_say), and releases
 // the lock of a failed START. gw_scan reads a lock: START's output into gw_o, its
-// status into gw_rc (false while there is none).
-const startFuncs = `gw_say() { printf 'gw:%s:%s:%s\n' "$gw_nonce" "$gw_k" "$1"; }
+// status into gw_rc (false while there is none). gw_ran, when an abandoned lock lies
+// aside, runs the profile's LIST DIR template on the control directory: the JOB
+// script's standard output or exit status file there means the abandoned START ran the
+// job, which is then recorded as a failed START (status 125, errStartedBefore) instead
+// of being started again. A batch job still queued has written nothing yet: LIST cannot
+// see it, and the takeover starts it again, as before.
+var startFuncs = `gw_say() { printf 'gw:%s:%s:%s\n' "$gw_nonce" "$gw_k" "$1"; }
 gw_cat() { [ ! -f "$1" ] || while IFS= read -r gw_l || [ -n "$gw_l" ]; do printf '%s\n' "$gw_l"; done <"$1"; }
 gw_scan() {
   gw_o= gw_rc=
@@ -176,6 +187,13 @@ gw_take() {
   if ! cd "$GW_WORKDIR" 2>/dev/null || [ ! -d ` + events.ControlDir + ` ]; then eval "gw_v$1=nodir"; return; fi
   set -C
   if { true >` + startLock + `; } 2>/dev/null; then
+    set +C
+    if gw_ran; then
+      printf '%s\n' "` + errStartedBefore + `" >` + startErr + `
+      printf '\n` + statusLine + `%s\n' 125 >>` + startLock + `
+      eval "gw_v$1=ran"; return
+    fi
+    set -C
     if ! { printf '%s' "$gw_j" >` + events.ScriptFile + `; } 2>/dev/null; then
       set +C
       if ! { printf '%s' "$gw_j" >` + jobScriptNew + ` && mv -f ` + jobScriptNew + ` ` + events.ScriptFile + `; } 2>/dev/null; then
@@ -194,6 +212,19 @@ gw_take() {
     set +C
     eval "gw_v$1=held"
   fi
+}
+gw_ran() {
+  [ -n "$gw_ls" ] || return 1
+  for gw_f in ` + startLock + `.abandoned-*; do [ -e "$gw_f" ] && break; return 1; done
+  gw_lo=$(GW_PATH=$GW_WORKDIR/` + events.ControlDir + `; export GW_PATH; set --; eval "$gw_ls" 2>/dev/null) || return 1
+  case "
+$gw_lo
+" in *"
+` + path.Base(events.StdoutFile) + `
+"* | *"
+` + path.Base(events.ExitFile) + `
+"*) return 0 ;; esac
+  return 1
 }
 gw_report() {
   gw_k=$1
@@ -225,6 +256,11 @@ gw_report() {
   [ "$gw_rc" = 0 ] || mv -f ` + startLock + ` "` + startLockFail + `" 2>/dev/null
 }
 `
+
+// errStartedBefore is START's error output when an attempt that takes over an abandoned
+// start lock finds, with the profile's LIST template, that the job already ran: the
+// abandoned attempt's START started it and died before its native ID was recorded.
+const errStartedBefore = "an earlier attempt's START ran this job (LIST of its control directory shows the files its JOB script writes when it runs) and died before the native ID was recorded; gridwire does not start a job twice"
 
 // parseStart splits the start script's output into the verdicts of its n jobs. A job
 // whose verdict is missing (the script died before its turn, or while reporting it) has
