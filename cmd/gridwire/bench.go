@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/services/ingest"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 )
@@ -28,18 +30,30 @@ type benchOpts struct {
 	jobs       int
 	submitJobs int
 	latJobs    int
+	readJobs   int
 	workers    int
 	json       bool
 	cpuProfile string
 	workRoot   string
+	scale      int
+	allowRoot  bool
+	memProfile string
+	rawFor     time.Duration
 }
 
 func benchCmd(e *env) *cobra.Command {
 	o := &benchOpts{}
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "measure spawn-rate ratio, durable submit throughput and idle latency in one run",
-		Args:  cobra.NoArgs,
+		Short: "measure every figure of the gateway's goals beside its yardstick, in one run",
+		Long: "bench runs gridwire against its yardsticks on this machine and prints one row per figure:\n" +
+			"the pipeline against the same fork job run without gridwire, gridwire's CPU per job against\n" +
+			"the job's own, idle latency against one raw job, durable submit (one job a request, and bulk)\n" +
+			"against JetStream's own pipelined conditional appends, replay against a raw read of the\n" +
+			"same stream, job reads against one direct get, and the process's RSS. --scale N builds a log\n" +
+			"of N whole job histories once (synthetic copies of a real job's) and measures the reads, the\n" +
+			"replay and the RSS of the read side with N jobs in the log.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.data == "" {
 				d, err := os.MkdirTemp("", "gridwire-bench-")
@@ -60,7 +74,13 @@ func benchCmd(e *env) *cobra.Command {
 				}
 				defer pprof.StopCPUProfile()
 			}
-			r, err := runBench(cmd.Context(), e, o)
+			var r benchResult
+			var err error
+			if o.scale > 0 {
+				r, err = runScale(cmd.Context(), e, o)
+			} else {
+				r, err = runBench(cmd.Context(), e, o)
+			}
 			if err != nil {
 				return err
 			}
@@ -73,61 +93,162 @@ func benchCmd(e *env) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&o.data, "data", "", "scratch directory (default: a temporary one, removed after)")
 	cmd.Flags().IntVar(&o.jobs, "jobs", 2000, "/bin/true jobs for the throughput run")
-	cmd.Flags().IntVar(&o.submitJobs, "submit-jobs", 50000, "jobs for the durable submit run")
+	cmd.Flags().IntVar(&o.submitJobs, "submit-jobs", 50000, "jobs for each durable submit run (one a request, bulk, raw appends)")
 	cmd.Flags().IntVar(&o.latJobs, "latency-jobs", 300, "jobs, one at a time, for the latency run")
+	cmd.Flags().IntVar(&o.readJobs, "read-jobs", 1000, "jobs read through the API, one at a time, for the read latency")
 	cmd.Flags().IntVar(&o.workers, "spawners", 8, "concurrent spawners for the raw spawn rate (the executor's workers)")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
 	cmd.Flags().StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run here")
+	cmd.Flags().DurationVar(&o.rawFor, "raw-for", 3*time.Second, "how long each raw rate (spawn, job) is measured")
+	cmd.Flags().StringVar(&o.memProfile, "memprofile", "", "write a heap profile here when the memory is measured")
 	cmd.Flags().StringVar(&o.workRoot, "work-root", "", "job working directories for the local cluster (default: under --data); JetStream stays under --data")
+	cmd.Flags().BoolVar(&o.allowRoot, "allow-root-jobs", false, "let the local cluster run the bench's /bin/true jobs as root (as serve --allow-root-jobs)")
+	cmd.Flags().IntVar(&o.scale, "scale", 0, "instead of the pipeline run: build a log of this many whole job histories and measure reads, replay and RSS on it")
 	return cmd
 }
 
+// benchResult is every figure one run measured; a zero figure was not measured in this
+// mode.
 type benchResult struct {
-	CPUs             int     `json:"cpus"`
-	RawSpawnPerSec   float64 `json:"raw_spawn_per_sec"`
-	RawJobPerSec     float64 `json:"raw_job_per_sec"`
-	PipelinePerSec   float64 `json:"pipeline_jobs_per_sec"`
-	PipelineRatio    float64 `json:"pipeline_vs_spawn"`
-	SubmitPerSec     float64 `json:"durable_submit_per_sec"`
-	LatencyP50Millis float64 `json:"latency_p50_ms"`
-	LatencyP99Millis float64 `json:"latency_p99_ms"`
-	CPUPerJobMicros  float64 `json:"gridwire_cpu_per_job_us"`
-	ChildCPUPerJob   float64 `json:"children_cpu_per_job_us"`
-	Jobs             int     `json:"jobs"`
-	SubmitJobs       int     `json:"submit_jobs"`
-	LatencyJobs      int     `json:"latency_jobs"`
+	CPUs             int      `json:"cpus"`
+	Load             string   `json:"load"` // /proc/loadavg at the start and at the end
+	RawSpawnPerSec   float64  `json:"raw_spawn_per_sec,omitempty"`
+	RawJobPerSec     float64  `json:"raw_job_per_sec,omitempty"`
+	PipelinePerSec   float64  `json:"pipeline_jobs_per_sec,omitempty"`
+	PipelineRatio    float64  `json:"pipeline_vs_raw_job,omitempty"`
+	CPUPerJobMicros  float64  `json:"gridwire_cpu_per_job_us,omitempty"`
+	ChildCPUPerJob   float64  `json:"children_cpu_per_job_us,omitempty"`
+	LatencyP50Millis float64  `json:"latency_p50_ms,omitempty"`
+	LatencyP99Millis float64  `json:"latency_p99_ms,omitempty"`
+	RawJobP50Millis  float64  `json:"raw_job_p50_ms,omitempty"`
+	RawJobP99Millis  float64  `json:"raw_job_p99_ms,omitempty"`
+	SubmitPerSec     float64  `json:"durable_submit_per_sec,omitempty"`
+	BulkSubmitPerSec float64  `json:"bulk_submit_per_sec,omitempty"`
+	RawAppendPerSec  float64  `json:"raw_append_per_sec,omitempty"`
+	ReplayPerSec     float64  `json:"replay_events_per_sec,omitempty"`
+	RawConsumePerSec float64  `json:"raw_consume_events_per_sec,omitempty"`
+	ReplayEvents     uint64   `json:"replay_events,omitempty"`
+	Reads            reads    `json:"reads"`
+	RSSMiB           float64  `json:"rss_mib,omitempty"`
+	HeapMiB          float64  `json:"heap_mib,omitempty"`
+	LogJobs          int      `json:"log_jobs"`
+	LogEvents        uint64   `json:"log_events"`
+	FillSeconds      float64  `json:"fill_seconds,omitempty"`
+	CatchUpSeconds   float64  `json:"catch_up_seconds,omitempty"`
+	Jobs             int      `json:"jobs"`
+	SubmitJobs       int      `json:"submit_jobs"`
+	LatencyJobs      int      `json:"latency_jobs"`
+	Skipped          []string `json:"skipped,omitempty"`
+}
+
+// reads are latencies of job reads through the HTTP API, and of the yardstick: one
+// direct get of the job's last event from the stream.
+type reads struct {
+	JobP50    float64 `json:"job_p50_ms"`
+	JobP99    float64 `json:"job_p99_ms"`
+	EventsP50 float64 `json:"events_p50_ms"`
+	EventsP99 float64 `json:"events_p99_ms"`
+	GetP50    float64 `json:"direct_get_p50_ms"`
+	GetP99    float64 `json:"direct_get_p99_ms"`
+	N         int     `json:"n"`
 }
 
 func (r benchResult) print(e *env) {
-	fmt.Fprintf(e.stdout, "cpus                                  %d\n", r.CPUs)
-	fmt.Fprintf(e.stdout, "raw spawn rate (/bin/true)            %.0f /s\n", r.RawSpawnPerSec)
-	fmt.Fprintf(e.stdout, "raw job rate (same files, no gridwire) %.0f /s\n", r.RawJobPerSec)
-	fmt.Fprintf(e.stdout, "submit->terminal throughput (%d jobs) %.0f jobs/s  (%.2fx spawn rate; goal >= 0.9x)\n", r.Jobs, r.PipelinePerSec, r.PipelineRatio)
-	fmt.Fprintf(e.stdout, "  cpu per job: gridwire %.0f us, the job's processes %.0f us\n", r.CPUPerJobMicros, r.ChildCPUPerJob)
-	fmt.Fprintf(e.stdout, "durable submit (%d jobs)             %.0f jobs/s  (goal >= 20000)\n", r.SubmitJobs, r.SubmitPerSec)
-	fmt.Fprintf(e.stdout, "submit->SUCCEEDED latency, idle       p50 %.2f ms  p99 %.2f ms  (goal p50 <= 5 ms)\n", r.LatencyP50Millis, r.LatencyP99Millis)
+	w := e.stdout
+	fmt.Fprintf(w, "cpus %d; load (1/5/15 min) at start and end: %s; log: %d jobs, %d events\n", r.CPUs, r.Load, r.LogJobs, r.LogEvents)
+	fmt.Fprintf(w, "%-46s %-30s %-36s %s\n", "figure", "gridwire", "yardstick (same run)", "goal")
+	row := func(fig, val, yard, goal string) { fmt.Fprintf(w, "%-46s %-30s %-36s %s\n", fig, val, yard, goal) }
+	if r.PipelinePerSec > 0 {
+		row(fmt.Sprintf("pipeline, %d fork jobs", r.Jobs), fmt.Sprintf("%.0f jobs/s = %.2fx raw job", r.PipelinePerSec, r.PipelineRatio),
+			fmt.Sprintf("raw job %.0f/s (spawn %.0f/s)", r.RawJobPerSec, r.RawSpawnPerSec), ">= 0.8x "+met(r.PipelineRatio >= 0.8))
+		row("gridwire CPU per fork job", fmt.Sprintf("%.0f us", r.CPUPerJobMicros),
+			fmt.Sprintf("the job's processes %.0f us", r.ChildCPUPerJob), "<= 500 us "+met(r.CPUPerJobMicros <= 500))
+		row("idle submit->SUCCEEDED p50 / p99", fmt.Sprintf("%.2f / %.2f ms", r.LatencyP50Millis, r.LatencyP99Millis),
+			fmt.Sprintf("raw job alone %.2f / %.2f ms", r.RawJobP50Millis, r.RawJobP99Millis),
+			"<= 2.5 / 8 ms "+met(r.LatencyP50Millis <= 2.5 && r.LatencyP99Millis <= 8))
+	}
+	if r.SubmitPerSec > 0 {
+		row(fmt.Sprintf("durable submit, one job a request (%d)", r.SubmitJobs), fmt.Sprintf("%.0f /s", r.SubmitPerSec),
+			fmt.Sprintf("raw conditional appends %.0f/s", r.RawAppendPerSec), "")
+		row(fmt.Sprintf("durable submit, bulk (%d)", r.SubmitJobs), fmt.Sprintf("%.0f /s", r.BulkSubmitPerSec),
+			fmt.Sprintf("raw conditional appends %.0f/s", r.RawAppendPerSec), ">= 50,000/s "+met(r.BulkSubmitPerSec >= 50000))
+	}
+	if r.ReplayPerSec > 0 {
+		row(fmt.Sprintf("replay, %d events", r.ReplayEvents), fmt.Sprintf("%.0f ev/s = %.2fx raw", r.ReplayPerSec, r.ReplayPerSec/r.RawConsumePerSec),
+			fmt.Sprintf("raw consume %.0f ev/s", r.RawConsumePerSec), ">= 0.9x "+met(r.ReplayPerSec >= 0.9*r.RawConsumePerSec))
+	}
+	atScale := func(ok bool) string {
+		if r.LogJobs < 1000000 {
+			return "(not judged: --scale 1000000)"
+		}
+		return met(ok)
+	}
+	if r.Reads.N > 0 {
+		row(fmt.Sprintf("GET /v1/jobs/{id} p50 / p99, %d jobs", r.LogJobs), fmt.Sprintf("%.2f / %.2f ms", r.Reads.JobP50, r.Reads.JobP99),
+			fmt.Sprintf("direct get %.2f / %.2f ms", r.Reads.GetP50, r.Reads.GetP99), "p99 <= 20 ms "+atScale(r.Reads.JobP99 <= 20))
+		row(fmt.Sprintf("GET /v1/jobs/{id}/events p50 / p99, %d jobs", r.LogJobs), fmt.Sprintf("%.2f / %.2f ms", r.Reads.EventsP50, r.Reads.EventsP99),
+			fmt.Sprintf("direct get %.2f / %.2f ms", r.Reads.GetP50, r.Reads.GetP99), "p99 <= 20 ms "+atScale(r.Reads.EventsP99 <= 20))
+	}
+	if r.RSSMiB > 0 {
+		what := "RSS, all services + NATS"
+		if r.CatchUpSeconds > 0 {
+			what = "RSS, read side + ingest + NATS"
+		}
+		row(fmt.Sprintf("%s, %d jobs", what, r.LogJobs), fmt.Sprintf("%.0f MiB", r.RSSMiB), fmt.Sprintf("Go heap in use %.0f MiB", r.HeapMiB),
+			"<= 512 MiB "+atScale(r.RSSMiB <= 512))
+	}
+	if r.FillSeconds > 0 {
+		fmt.Fprintf(w, "log built in %.0f s; the read side caught up with it in %.1f s\n", r.FillSeconds, r.CatchUpSeconds)
+	}
+	for _, s := range r.Skipped {
+		fmt.Fprintf(w, "%-46s skipped: %s\n", strings.SplitN(s, ": ", 2)[0], strings.SplitN(s, ": ", 2)[1])
+	}
+}
+
+func met(ok bool) string {
+	if ok {
+		return "(met)"
+	}
+	return "(NOT met)"
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func runBench(ctx context.Context, e *env, o *benchOpts) (benchResult, error) {
-	r := benchResult{CPUs: runtime.NumCPU(), Jobs: o.jobs, SubmitJobs: o.submitJobs, LatencyJobs: o.latJobs}
+	r := benchResult{CPUs: runtime.NumCPU(), Jobs: o.jobs, SubmitJobs: o.submitJobs, LatencyJobs: o.latJobs, Load: loadAvg()}
 	var err error
-	if r.RawSpawnPerSec, err = rawSpawnRate(ctx, o.workers, 3*time.Second); err != nil {
+	if r.RawSpawnPerSec, err = rawSpawnRate(ctx, o.workers, o.rawFor); err != nil {
 		return r, err
 	}
 	root := o.workRoot
 	if root == "" {
 		root = filepath.Join(o.data, "pipeline", "jobs")
 	}
-	if r.RawJobPerSec, err = rawJobRate(ctx, o.workers, 3*time.Second, filepath.Join(root, "raw")); err != nil {
+	if r.RawJobPerSec, err = rawJobRate(ctx, o.workers, o.rawFor, filepath.Join(root, "raw")); err != nil {
 		return r, err
 	}
-	if r.SubmitPerSec, err = benchSubmit(ctx, e, filepath.Join(o.data, "submit"), o.submitJobs); err != nil {
+	if r.RawJobP50Millis, r.RawJobP99Millis, err = rawJobLatency(o.latJobs, filepath.Join(root, "raw1")); err != nil {
+		return r, err
+	}
+	if err := benchSubmit(ctx, e, o, filepath.Join(o.data, "submit"), o.submitJobs, &r); err != nil {
 		return r, err
 	}
 	if err = benchPipeline(ctx, e, filepath.Join(o.data, "pipeline"), o, &r); err != nil {
 		return r, err
 	}
-	r.PipelineRatio = r.PipelinePerSec / r.RawSpawnPerSec
+	r.PipelineRatio = r.PipelinePerSec / r.RawJobPerSec
+	r.Skipped = append(r.Skipped, skippedTargets()...)
+	r.Load += " -> " + loadAvg()
 	return r, nil
 }
 
@@ -167,21 +288,10 @@ func rawJobRate(ctx context.Context, workers int, d time.Duration, root string) 
 	deadline := time.Now().Add(d)
 	g, _ := errgroup.WithContext(ctx)
 	start := time.Now()
-	script := "echo $$ >.gridwire/native_id\n/bin/true </dev/null >.gridwire/stdout 2>.gridwire/stderr\necho $? >.gridwire/exit_status\n"
 	for w := range workers {
 		g.Go(func() error {
 			for i := 0; time.Now().Before(deadline); i++ {
-				wd := filepath.Join(root, fmt.Sprintf("%d-%d", w, i))
-				if err := os.Mkdir(wd, 0o700); err != nil {
-					return err
-				}
-				if err := os.Mkdir(filepath.Join(wd, ".gridwire"), 0o700); err != nil {
-					return err
-				}
-				cmd := exec.Command("/bin/sh", "-c", script)
-				cmd.Dir = wd
-				cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-				if err := cmd.Run(); err != nil {
+				if err := rawJob(filepath.Join(root, fmt.Sprintf("%d-%d", w, i))); err != nil {
 					return err
 				}
 				n.Add(1)
@@ -195,15 +305,56 @@ func rawJobRate(ctx context.Context, workers int, d time.Duration, root string) 
 	return float64(n.Load()) / time.Since(start).Seconds(), nil
 }
 
-func benchSystem(ctx context.Context, e *env, dir string, services []string, workRoot string) (*system, *errgroup.Group, context.CancelFunc, error) {
+// rawJobLatency runs n raw jobs one at a time: their p50 and p99, in milliseconds.
+func rawJobLatency(n int, root string) (p50, p99 float64, err error) {
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return 0, 0, err
+	}
+	defer os.RemoveAll(root)
+	lat := make([]time.Duration, 0, n)
+	for i := range n {
+		t0 := time.Now()
+		if err := rawJob(filepath.Join(root, fmt.Sprint(i))); err != nil {
+			return 0, 0, err
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	p50, p99 = quantiles(lat)
+	return p50, p99, nil
+}
+
+// rawJob is one fork job without gridwire, in working directory wd.
+func rawJob(wd string) error {
+	const script = "echo $$ >.gridwire/native_id\n/bin/true </dev/null >.gridwire/stdout 2>.gridwire/stderr\necho $? >.gridwire/exit_status\n"
+	if err := os.Mkdir(wd, 0o700); err != nil {
+		return err
+	}
+	if err := os.Mkdir(filepath.Join(wd, ".gridwire"), 0o700); err != nil {
+		return err
+	}
+	cmd := exec.Command("/bin/sh", "-c", script)
+	cmd.Dir = wd
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	return cmd.Run()
+}
+
+func benchSystem(ctx context.Context, e *env, o *benchOpts, dir string, services []string) (*system, *errgroup.Group, context.CancelFunc, error) {
 	quiet := &env{getenv: func(string) string { return "" }, stdout: e.stdout, stderr: e.stderr}
 	sys, err := openSystem(ctx, quiet, &busFlags{data: dir, logLevel: "error"}, true)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if slices.Contains(services, "readside") {
+		// The read API on loopback, for the read latencies.
+		if sys.listener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			sys.close()
+			return nil, nil, nil, err
+		}
+	}
+	sys.allowRootJobs = o.allowRoot
 	for i := range sys.cfg.Clusters {
-		if workRoot != "" {
-			sys.cfg.Clusters[i].WorkRoot = workRoot
+		if o.workRoot != "" {
+			sys.cfg.Clusters[i].WorkRoot = o.workRoot
 		}
 	}
 	sctx, cancel := context.WithCancel(ctx)
@@ -218,16 +369,113 @@ func benchSystem(ctx context.Context, e *env, dir string, services []string, wor
 
 func trueJob() []byte { return []byte(`{"version":3,"executable":"/bin/true"}`) }
 
-// benchSubmit: durable submissions with only ingest running, so nothing executes.
-func benchSubmit(ctx context.Context, e *env, dir string, n int) (float64, error) {
-	sys, g, cancel, err := benchSystem(ctx, e, dir, []string{"ingest"}, "")
+// benchSubmit: durable submissions with only ingest running, so nothing executes: one
+// job a request from 64 goroutines, bulk requests of 1,000 from 4, and the yardstick,
+// JetStream's own pipelined conditional appends of the same number of submitted events.
+func benchSubmit(ctx context.Context, e *env, o *benchOpts, dir string, n int, r *benchResult) error {
+	sys, g, cancel, err := benchSystem(ctx, e, o, dir, []string{"ingest"})
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer sys.close()
 	defer func() { cancel(); _ = g.Wait() }()
-	rate, err := submitMany(ctx, sys.ingest, n, 64)
-	return rate, err
+	if r.SubmitPerSec, err = submitMany(ctx, sys.ingest, n, 64); err != nil {
+		return err
+	}
+	if r.BulkSubmitPerSec, err = submitBulkRate(ctx, sys.ingest, n, 1000, 4); err != nil {
+		return err
+	}
+	r.RawAppendPerSec, err = rawAppends(ctx, sys.bus.JS, n)
+	return err
+}
+
+// submitBulkRate submits n /bin/true jobs in bulk requests of size from conc goroutines.
+func submitBulkRate(ctx context.Context, svc *ingest.Service, n, size, conc int) (float64, error) {
+	var next atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	start := time.Now()
+	for range conc {
+		g.Go(func() error {
+			for {
+				end := next.Add(int64(size))
+				from := end - int64(size)
+				if from >= int64(n) {
+					return nil
+				}
+				subs := make([]ingest.Submission, min(end, int64(n))-from)
+				for i := range subs {
+					subs[i] = ingest.Submission{File: "bench.json", Data: trueJob(), Submitter: "bench"}
+				}
+				for _, res := range svc.SubmitAll(gctx, subs) {
+					if res.Error != nil {
+						return res.Error
+					}
+				}
+			}
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return 0, err
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+// rawAppends is the yardstick of durable submission: n submitted events, encoded
+// beforehand, appended conditionally (no earlier event of the job) with their message
+// IDs, pipelined in windows of 512 from 4 goroutines, each acknowledged by the stream.
+func rawAppends(ctx context.Context, js jetstream.JetStream, n int) (float64, error) {
+	msgs := make([]*nats.Msg, n)
+	ids := make([]string, n)
+	for i := range msgs {
+		id := events.NewID()
+		e, err := events.New(id, events.Submitted, "", time.Now(), events.Job{ID: id, Executable: "/bin/true", Submitter: "bench"})
+		if err != nil {
+			return 0, err
+		}
+		e.Source = "bench"
+		body, err := e.Encode()
+		if err != nil {
+			return 0, err
+		}
+		msgs[i], ids[i] = &nats.Msg{Subject: events.Subject(id, events.Submitted, ""), Data: body, Header: nats.Header{}}, e.ID
+	}
+	var next atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	start := time.Now()
+	for range 4 {
+		g.Go(func() error {
+			for {
+				end := next.Add(512)
+				from := end - 512
+				if from >= int64(n) {
+					return nil
+				}
+				var futures []jetstream.PubAckFuture
+				for i := from; i < min(end, int64(n)); i++ {
+					jobID, _ := events.JobOfSubject(msgs[i].Subject)
+					f, err := js.PublishMsgAsync(msgs[i], jetstream.WithMsgID(ids[i]),
+						jetstream.WithExpectLastSequenceForSubject(0, events.JobFilter(jobID)))
+					if err != nil {
+						return err
+					}
+					futures = append(futures, f)
+				}
+				for _, f := range futures {
+					select {
+					case <-f.Ok():
+					case err := <-f.Err():
+						return err
+					case <-gctx.Done():
+						return gctx.Err()
+					}
+				}
+			}
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return 0, err
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
 }
 
 func submitMany(ctx context.Context, svc *ingest.Service, n, conc int) (float64, error) {
@@ -261,7 +509,7 @@ func submitManyIDs(ctx context.Context, svc *ingest.Service, n, conc int) (float
 
 // benchPipeline runs every service and measures throughput, then idle latency.
 func benchPipeline(ctx context.Context, e *env, dir string, o *benchOpts, r *benchResult) error {
-	sys, g, cancel, err := benchSystem(ctx, e, dir, allServices, o.workRoot)
+	sys, g, cancel, err := benchSystem(ctx, e, o, dir, allServices)
 	if err != nil {
 		return err
 	}
@@ -315,10 +563,8 @@ func benchPipeline(ctx context.Context, e *env, dir string, o *benchOpts, r *ben
 		}
 		lat = append(lat, time.Since(t0))
 	}
-	slices.Sort(lat)
-	r.LatencyP50Millis = ms(lat[len(lat)/2])
-	r.LatencyP99Millis = ms(lat[len(lat)*99/100])
-	return nil
+	r.LatencyP50Millis, r.LatencyP99Millis = quantiles(lat)
+	return afterPipeline(ctx, sys, ids, o, r)
 }
 
 // unfinished describes up to five jobs that did not end, for a bench that timed out.

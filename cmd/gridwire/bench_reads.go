@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/services/readside"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// measureReads reads n jobs picked at random from ids through the HTTP API, one at a
+// time (GET /v1/jobs/{id}, then its /events), and, as the yardstick, fetches each one's
+// last event with one direct get: the least any read that touches the log costs.
+func measureReads(ctx context.Context, base string, nc *nats.Conn, ids []string, n int) (reads, error) {
+	var job, hist, get []time.Duration
+	client := &http.Client{Timeout: time.Minute}
+	fetch := func(path string) (time.Duration, error) {
+		t0 := time.Now()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+		if err != nil {
+			return 0, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("bench: GET %s: %s", path, resp.Status)
+		}
+		return time.Since(t0), err
+	}
+	for range n {
+		id := ids[rand.IntN(len(ids))]
+		d, err := fetch("/v1/jobs/" + id)
+		if err != nil {
+			return reads{}, err
+		}
+		job = append(job, d)
+		if d, err = fetch("/v1/jobs/" + id + "/events"); err != nil {
+			return reads{}, err
+		}
+		hist = append(hist, d)
+		t0 := time.Now()
+		req, _ := json.Marshal(map[string]string{"last_by_subj": events.JobFilter(id)})
+		m, err := nc.RequestWithContext(ctx, "$JS.API.DIRECT.GET."+events.Stream, req)
+		if err != nil {
+			return reads{}, err
+		}
+		if st := m.Header.Get("Status"); st != "" {
+			return reads{}, fmt.Errorf("bench: direct get of job %s: status %s", id, st)
+		}
+		get = append(get, time.Since(t0))
+	}
+	r := reads{N: n}
+	r.JobP50, r.JobP99 = quantiles(job)
+	r.EventsP50, r.EventsP99 = quantiles(hist)
+	r.GetP50, r.GetP99 = quantiles(get)
+	return r, nil
+}
+
+// quantiles are the p50 and p99 of ds, in milliseconds.
+func quantiles(ds []time.Duration) (p50, p99 float64) {
+	if len(ds) == 0 {
+		return 0, 0
+	}
+	slices.Sort(ds)
+	return ms(ds[len(ds)/2]), ms(ds[len(ds)*99/100])
+}
+
+// measureReplay folds the whole stream into a fresh job table in memory (a replay, as
+// `gridwire replay` does), and, as the yardstick, reads the same stream with the same
+// consumer doing nothing with the messages: once before the replay and once after, the
+// mean of the two.
+func measureReplay(ctx context.Context, js jetstream.JetStream, r *benchResult) error {
+	raw1, err := rawConsume(ctx, js)
+	if err != nil {
+		return err
+	}
+	_, res, err := readside.Rebuild(ctx, js, readside.RebuildOptions{})
+	if err != nil {
+		return err
+	}
+	raw2, err := rawConsume(ctx, js)
+	if err != nil {
+		return err
+	}
+	r.ReplayPerSec, r.ReplayEvents, r.RawConsumePerSec = res.Rate(), res.Events, (raw1+raw2)/2
+	return nil
+}
+
+// rawConsume reads every message of the stream with an ordered consumer, as the replay
+// reads it, and only counts them: messages per second.
+func rawConsume(ctx context.Context, js jetstream.JetStream) (float64, error) {
+	start := time.Now()
+	stream, err := js.Stream(ctx, events.Stream)
+	if err != nil {
+		return 0, err
+	}
+	info := stream.CachedInfo()
+	if info.State.Msgs == 0 {
+		return 0, nil
+	}
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{events.SubjectAll},
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: info.State.FirstSeq})
+	if err != nil {
+		return 0, err
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(4096))
+	if err != nil {
+		return 0, err
+	}
+	defer it.Stop()
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	n := 0
+	for {
+		m, err := it.Next()
+		if err != nil {
+			return 0, err
+		}
+		n++
+		meta, err := m.Metadata()
+		if err != nil {
+			return 0, err
+		}
+		if meta.Sequence.Stream >= info.State.LastSeq {
+			return float64(n) / time.Since(start).Seconds(), nil
+		}
+	}
+}
+
+// memory is this process's resident set and Go heap in use, in MiB, after a collection
+// that returns what it can to the system.
+func memory(profile string) (rss, heap float64) {
+	runtime.GC()
+	debug.FreeOSMemory()
+	if profile != "" {
+		if f, err := os.Create(profile); err == nil {
+			_ = pprof.WriteHeapProfile(f)
+			f.Close()
+		}
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	heap = float64(ms.HeapInuse) / (1 << 20)
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, heap
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024, heap
+		}
+	}
+	return 0, heap
+}
+
+// skippedTargets are the rows this command does not measure: they need a Slurm cluster
+// and an OpenSSH server set up as the end-to-end suite sets them up.
+func skippedTargets() []string {
+	return []string{
+		"Slurm e2e vs sbatch --wrap: needs the end-to-end suite's Slurm; `go test -tags e2e -bench E2ESlurm` in services/executor measures it",
+		"SSH cluster vs ControlMaster: needs the end-to-end suite's sshd; `go test -tags e2e -bench E2ESSH` in services/executor measures it",
+	}
+}
+
+// afterPipeline measures, on the log the pipeline left, what grows with the log: job
+// reads once the read side has caught up, the replay, and the process's memory.
+func afterPipeline(ctx context.Context, sys *system, ids []string, o *benchOpts, r *benchResult) error {
+	base := "http://" + sys.listener.Addr().String()
+	last, err := caughtUp(ctx, sys.bus.JS, base, time.Minute)
+	if err != nil {
+		return err
+	}
+	r.LogEvents = last
+	r.LogJobs = len(ids) + o.latJobs
+	if r.Reads, err = measureReads(ctx, base, sys.bus.Conn, ids, o.readJobs); err != nil {
+		return err
+	}
+	if err := measureReplay(ctx, sys.bus.JS, r); err != nil {
+		return err
+	}
+	r.RSSMiB, r.HeapMiB = memory(o.memProfile)
+	return nil
+}
+
+// caughtUp waits until the read API's job table reflects the whole stream as it is when
+// called; it returns the stream's last sequence.
+func caughtUp(ctx context.Context, js jetstream.JetStream, base string, limit time.Duration) (uint64, error) {
+	stream, err := js.Stream(ctx, events.Stream)
+	if err != nil {
+		return 0, err
+	}
+	last := stream.CachedInfo().State.LastSeq
+	deadline := time.Now().Add(limit)
+	for {
+		var page readside.Page
+		resp, err := http.Get(base + "/v1/jobs?limit=1")
+		if err == nil {
+			err = json.NewDecoder(resp.Body).Decode(&page)
+			resp.Body.Close()
+		}
+		if err == nil && page.Seq >= last {
+			return last, nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("bench: the read side reflects seq %d of %d after %v (%v)", page.Seq, last, limit, err)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/services/ingest"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// runScale measures what grows with the log on a log of o.scale whole job histories:
+// the read side's catch-up and memory, job reads, and the replay. The log is built once:
+// one real /bin/true job runs through every service, and its history is copied for
+// every other job (fresh job and event IDs, the job ID replaced in every payload, each
+// history chained by its own prevseq and prevhash), published straight to the stream.
+// Then a process's read side (projection, mirror, HTTP API) and ingest start on it, as
+// `gridwire serve` starts on an existing log; the other services hold no state per job
+// beyond their bounded state cache.
+func runScale(ctx context.Context, e *env, o *benchOpts) (benchResult, error) {
+	r := benchResult{CPUs: runtime.NumCPU(), Load: loadAvg()}
+	dir := filepath.Join(o.data, "scale")
+	tmpl, err := templateHistory(ctx, e, o, dir)
+	if err != nil {
+		return r, err
+	}
+	start := time.Now()
+	sample, err := fillLog(ctx, e, dir, tmpl, o.scale-1, 10000)
+	if err != nil {
+		return r, err
+	}
+	r.FillSeconds = time.Since(start).Seconds()
+	runtime.GC()
+
+	sys, g, cancel, err := benchSystem(ctx, e, o, dir, []string{"ingest", "readside"})
+	if err != nil {
+		return r, err
+	}
+	defer sys.close()
+	defer func() { cancel(); _ = g.Wait() }()
+	base := "http://" + sys.listener.Addr().String()
+	start = time.Now()
+	if r.LogEvents, err = caughtUp(ctx, sys.bus.JS, base, time.Hour); err != nil {
+		return r, err
+	}
+	r.CatchUpSeconds = time.Since(start).Seconds()
+	r.LogJobs = o.scale
+	r.RSSMiB, r.HeapMiB = memory(o.memProfile)
+	if r.Reads, err = measureReads(ctx, base, sys.bus.Conn, sample, o.readJobs); err != nil {
+		return r, err
+	}
+	if err := measureReplay(ctx, sys.bus.JS, &r); err != nil {
+		return r, err
+	}
+	r.Load += " -> " + loadAvg()
+	return r, nil
+}
+
+// templateHistory runs one /bin/true job through every service on a fresh log in dir
+// and returns its history.
+func templateHistory(ctx context.Context, e *env, o *benchOpts, dir string) ([]events.Event, error) {
+	sys, g, cancel, err := benchSystem(ctx, e, o, dir, allServices)
+	if err != nil {
+		return nil, err
+	}
+	defer sys.close()
+	defer func() { cancel(); _ = g.Wait() }()
+	ends := newEndWatch()
+	sub, err := sys.bus.Conn.Subscribe(events.SubjectEvent, ends.observe)
+	if err != nil {
+		return nil, err
+	}
+	defer sub.Unsubscribe()
+	acc, err := sys.ingest.Submit(ctx, ingest.Submission{File: "bench.json", Data: trueJob(), Submitter: "bench"})
+	if err != nil {
+		return nil, err
+	}
+	if err := ends.waitJob(ctx, acc.Jobs[0], time.Minute); err != nil {
+		return nil, err
+	}
+	h, err := events.NewStore(sys.bus.Conn, sys.bus.JS, "bench").Load(ctx, acc.Jobs[0])
+	return h.Events, err
+}
+
+// fillLog publishes n copies of the template history to the log in dir, in chunks of
+// jobs whose k-th events go out together (each event's prevseq is the sequence its
+// predecessor got). It returns up to keep of the new job IDs, picked at random.
+func fillLog(ctx context.Context, e *env, dir string, tmpl []events.Event, n, keep int) ([]string, error) {
+	sys, err := openSystem(ctx, &env{getenv: func(string) string { return "" }, stdout: e.stdout, stderr: e.stderr},
+		&busFlags{data: dir, logLevel: "error"}, true)
+	if err != nil {
+		return nil, err
+	}
+	defer sys.close()
+	var sample []string
+	const chunk = 4096
+	for from := 0; from < n; from += chunk {
+		ids, err := fillChunk(ctx, sys.bus.JS, tmpl, min(chunk, n-from), from)
+		if err != nil {
+			return nil, err
+		}
+		for i, id := range ids { // reservoir sampling
+			switch seen := from + i; {
+			case len(sample) < keep:
+				sample = append(sample, id)
+			case rand.IntN(seen+1) < keep:
+				sample[rand.IntN(keep)] = id
+			}
+		}
+		if from%(chunk*64) == 0 && from > 0 {
+			fmt.Fprintf(e.stderr, "bench: %d of %d histories stored\n", from, n)
+		}
+	}
+	return sample, nil
+}
+
+// fillChunk stores m copies of tmpl, the first numbered at (for their times).
+func fillChunk(ctx context.Context, js jetstream.JetStream, tmpl []events.Event, m, at int) ([]string, error) {
+	oldID := []byte(tmpl[0].JobID)
+	ids := make([]string, m)
+	seqs := make([]uint64, m)
+	hashes := make([]string, m)
+	for i := range ids {
+		ids[i] = events.NewID()
+	}
+	futures := make([]jetstream.PubAckFuture, m)
+	for _, t := range tmpl {
+		for i, id := range ids {
+			ev := t
+			ev.ID, ev.JobID = events.NewID(), id
+			ev.Data = bytes.ReplaceAll(t.Data, oldID, []byte(id))
+			ev.Time = t.Time.Add(time.Duration(at+i) * time.Millisecond)
+			ev.PrevSeq, ev.PrevHash = seqs[i], hashes[i]
+			body, err := ev.Encode()
+			if err != nil {
+				return nil, err
+			}
+			hashes[i] = events.HashOf(body)
+			if futures[i], err = js.PublishMsgAsync(&nats.Msg{Subject: events.Subject(id, ev.Name, ev.Route), Data: body}); err != nil {
+				return nil, err
+			}
+		}
+		for i, f := range futures {
+			select {
+			case ack := <-f.Ok():
+				seqs[i] = ack.Sequence
+			case err := <-f.Err():
+				return nil, err
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+	}
+	return ids, nil
+}
