@@ -29,7 +29,7 @@ func TestBenchMeasuresEveryFigure(t *testing.T) {
 			t.Errorf("%s: %v, not measured", name, v)
 		}
 	}
-	if r.LogJobs != 25 || r.ReplayEvents != r.LogEvents || len(r.Skipped) != 2 {
+	if r.LogJobs != 25 || r.ReplayEvents < r.LogEvents || len(r.Skipped) != 2 { // a late event may follow the catch-up
 		t.Errorf("log of %d jobs, %d events, replayed %d; skipped %v", r.LogJobs, r.LogEvents, r.ReplayEvents, r.Skipped)
 	}
 
