@@ -24,15 +24,17 @@ import (
 )
 
 // natsSubmitter hands a PTP attribute list to ingest over its submit subject, the way in
-// every process shares.
+// every process shares, with the session's token: ingest takes the submitter from it.
 type natsSubmitter struct{ nc *nats.Conn }
 
-func (s natsSubmitter) Submit(ctx context.Context, doc []byte, file, submitter string) ([]string, error) {
+func (s natsSubmitter) Submit(ctx context.Context, doc []byte, file string, caller httpapi.Grant) ([]string, error) {
 	m := nats.NewMsg(events.SubjectSubmit)
 	m.Data = doc
 	m.Header.Set(ingest.HeaderFile, file)
 	m.Header.Set(ingest.HeaderFormat, ingest.FormatPTP)
-	m.Header.Set(ingest.HeaderSubmitter, submitter)
+	if t := caller.Bearer(); t != "" {
+		m.Header.Set("Authorization", "Bearer "+t)
+	}
 	reply, err := s.nc.RequestMsgWithContext(ctx, m)
 	if err != nil {
 		return nil, fmt.Errorf("asking ingest: %w", err)

@@ -180,7 +180,7 @@ func TestPTPWithTokens(t *testing.T) {
   - {token: `+reader+`, principal: auditor, allow: [read]}
 `), 0o600)
 	ptpAddr := freeAddr(t)
-	serveCLI(t, "--config", cfg, "--ptp-listen", ptpAddr)
+	server := serveCLI(t, "--config", cfg, "--ptp-listen", ptpAddr)
 	dialPTP(t, ptpAddr, ptpwire.FormatBinary).Close() // listening
 
 	anon, err := ptptest.Dial(ptpAddr, ptpwire.FormatBinary, "")
@@ -218,6 +218,16 @@ func TestPTPWithTokens(t *testing.T) {
 	}
 	if err := rw.Wait(ptpWait, "the job", func(c *ptptest.Client) bool { return c.BySubID["y"] != "" }); err != nil {
 		t.Fatal(err)
+	}
+	// Ingest took the submitter from the session's token, which PTP passed on.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		code, body := request(t, "GET", server+"/v1/jobs", alice, nil)
+		if code == 200 && strings.Contains(body, `"submitter": "alice"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("jobs: %d %s, want alice's job", code, body)
+		}
 	}
 }
 

@@ -45,7 +45,14 @@ type Grant struct {
 	peers map[string]bool
 	// AnyJob may act on every job: the admin permission, or no tokens configured.
 	AnyJob bool
+	// token is the bearer token the grant was looked up with, so a service acting for
+	// the caller can prove it onwards (Bearer); "" for an open Auth.
+	token string
 }
+
+// Bearer is the token the grant was looked up with, for a request made on the caller's
+// behalf (PTP's submissions to ingest over NATS); "" when no tokens are configured.
+func (g Grant) Bearer() string { return g.token }
 
 // MayActOn reports whether the grant may act on (cancel, hold, resume, publish events
 // for) a job its owner submitted: its own, a group peer's, or any with admin.
@@ -155,6 +162,7 @@ func (a *Auth) Lookup(token string) (Grant, bool) {
 	sum := sha256.Sum256([]byte(token))
 	for k, g := range a.tokens {
 		if subtle.ConstantTimeCompare(k[:], sum[:]) == 1 {
+			g.token = token
 			return g, true
 		}
 	}

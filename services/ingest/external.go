@@ -145,23 +145,15 @@ func (s *Service) external(ctx context.Context, body []byte, g httpapi.Grant) (E
 
 // publishNATS answers one external event on events.SubjectExternal with the same JSON as HTTP.
 func (s *Service) publishNATS(ctx context.Context, m *nats.Msg) {
-	var g httpapi.Grant
-	ok := true
-	if s.deps.Auth.Open() {
-		g, _ = s.deps.Auth.Lookup("")
-	} else {
-		token, _ := strings.CutPrefix(m.Header.Get("Authorization"), "Bearer ")
-		g, ok = s.deps.Auth.Lookup(token)
-	}
+	g, err := s.natsGrant(m)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	var out any
-	var err error
-	if !ok {
-		err = httpapi.Errorf(http.StatusUnauthorized, "bad_token", "Authorization: the bearer token is not known")
-	} else if len(m.Data) > maxExternalBody {
+	switch {
+	case err != nil:
+	case len(m.Data) > maxExternalBody:
 		err = httpapi.Errorf(http.StatusRequestEntityTooLarge, "too_large", "body: over %d bytes", maxExternalBody)
-	} else {
+	default:
 		out, err = s.external(ctx, m.Data, g)
 	}
 	if err != nil {
@@ -178,6 +170,21 @@ func (s *Service) publishNATS(ctx context.Context, m *nats.Msg) {
 		reply.Header.Set(StatusHeader, fmt.Sprint(statusOf(err)))
 	}
 	_ = m.RespondMsg(reply)
+}
+
+// natsGrant is what the caller of a NATS request may do: the grant of the bearer token in
+// its Authorization header, or the open grant when no tokens are configured.
+func (s *Service) natsGrant(m *nats.Msg) (httpapi.Grant, error) {
+	if s.deps.Auth.Open() {
+		g, _ := s.deps.Auth.Lookup("")
+		return g, nil
+	}
+	token, _ := strings.CutPrefix(m.Header.Get("Authorization"), "Bearer ")
+	g, ok := s.deps.Auth.Lookup(token)
+	if !ok {
+		return g, httpapi.Errorf(http.StatusUnauthorized, "bad_token", "Authorization: the bearer token is not known")
+	}
+	return g, nil
 }
 
 func statusOf(err error) int {

@@ -67,7 +67,10 @@ func apiError(err error) *httpapi.Error {
 	apiErr := &httpapi.Error{Status: http.StatusInternalServerError, Code: "submit_failed", Detail: err.Error()}
 	var pe *ParseError
 	var up *UploadsRequiredError
+	var already *httpapi.Error
 	switch {
+	case errors.As(err, &already):
+		apiErr = already
 	case errors.Is(err, ErrKeyReused):
 		apiErr = &httpapi.Error{Status: http.StatusUnprocessableEntity, Code: "idempotency_key_reused", Detail: err.Error()}
 	case errors.As(err, &up):

@@ -19,11 +19,11 @@ import (
 )
 
 // Headers of a submission over NATS (on events.SubjectSubmit): the body is the
-// document, these carry its name, format and submitter.
+// document, these carry its name and format; the caller's bearer token goes in an
+// Authorization header, as on HTTP, and its principal is the submitter.
 const (
-	HeaderFile      = "Gridwire-File"
-	HeaderFormat    = "Gridwire-Format"
-	HeaderSubmitter = "Gridwire-Submitter"
+	HeaderFile   = "Gridwire-File"
+	HeaderFormat = "Gridwire-Format"
 )
 
 // Config is ingest's plain configuration. The zero value is valid.
@@ -306,16 +306,26 @@ func linkIDs(jobs []events.Job, submitter string, ids []string) {
 	}
 }
 
+// serveNATS answers one submission on events.SubjectSubmit. The submitter is the
+// principal of the bearer token in its Authorization header (anonymous when no tokens
+// are configured, as on HTTP), which must allow submit: nothing the request says about
+// who sent it is believed.
 func (s *Service) serveNATS(ctx context.Context, m *nats.Msg) {
 	sub := Submission{File: m.Header.Get(HeaderFile), Data: m.Data, ContentType: m.Header.Get("Content-Type"),
-		Format: m.Header.Get(HeaderFormat), Submitter: m.Header.Get(HeaderSubmitter),
-		IdempotencyKey: m.Header.Get(HeaderIdempotencyKey)}
+		Format: m.Header.Get(HeaderFormat), IdempotencyKey: m.Header.Get(HeaderIdempotencyKey)}
 	if sub.File == "" {
 		sub.File = "(request)"
 	}
 	var acc Accepted
-	var err error
-	if sub.Uploads, err = ParseUploads(m.Header.Get(HeaderUploads)); err == nil {
+	g, err := s.natsGrant(m)
+	if err == nil && !g.May(httpapi.PermSubmit) {
+		err = httpapi.Errorf(http.StatusForbidden, "forbidden", "principal %s may not submit", g.Principal)
+	}
+	if err == nil {
+		sub.Submitter = g.Principal
+		sub.Uploads, err = ParseUploads(m.Header.Get(HeaderUploads))
+	}
+	if err == nil {
 		acc, err = s.Submit(ctx, sub)
 	}
 	status, body := responseFor(acc, err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/httpapi"
 	"github.com/gridwire/gridwire/events/eventstest"
 	"github.com/gridwire/gridwire/pkg/cluster"
 )
@@ -24,12 +25,12 @@ type fakeIngest struct {
 	jobs  []string
 }
 
-func (f *fakeIngest) Submit(ctx context.Context, doc []byte, file, submitter string) ([]string, error) {
+func (f *fakeIngest) Submit(ctx context.Context, doc []byte, file string, caller httpapi.Grant) ([]string, error) {
 	var attrs []string
 	if err := json.Unmarshal(doc, &attrs); err != nil {
 		return nil, err
 	}
-	j := events.Job{ID: events.NewID(), Count: 1, Submitter: submitter}
+	j := events.Job{ID: events.NewID(), Count: 1, Submitter: caller.Principal}
 	for _, a := range attrs {
 		k, v, _ := strings.Cut(a, "=")
 		switch k {

@@ -60,10 +60,11 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Submitter hands a SUBMIT_JOB attribute list (a JSON list of strings) to ingest and
-// returns the IDs of the jobs it made.
+// Submitter hands a SUBMIT_JOB attribute list (a JSON list of strings) to ingest for
+// the session's caller, whose grant proves who submits (ingest believes only its
+// token), and returns the IDs of the jobs it made.
 type Submitter interface {
-	Submit(ctx context.Context, doc []byte, file, submitter string) ([]string, error)
+	Submit(ctx context.Context, doc []byte, file string, caller httpapi.Grant) ([]string, error)
 }
 
 // Controller asks the control owner to cancel, hold or resume a job (name is

@@ -319,7 +319,7 @@ func (s *session) submit(ctx context.Context, m ptpwire.Message) error {
 	doc, _ := json.Marshal(args)
 	rctx, cancel := context.WithTimeout(ctx, s.svc.cfg.RequestTimeout)
 	defer cancel()
-	jobs, err := s.svc.deps.Submit.Submit(rctx, doc, "ptp-submit-"+subID, s.principal())
+	jobs, err := s.svc.deps.Submit.Submit(rctx, doc, "ptp-submit-"+subID, s.grant)
 	if err != nil {
 		return s.send(ptpwire.SubmitJobError(m.TID, subID, CodeSubmit, err.Error()))
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/httpapi"
 	"github.com/gridwire/gridwire/pkg/ptpwire"
 	"github.com/gridwire/gridwire/services/readside/ptp/ptptest"
 )
@@ -272,7 +273,7 @@ func TestFallingBehind(t *testing.T) {
 	_, err = slow.Must(wait, ptpwire.CmdSuspendEvents)
 	must(t, err)
 	for i := 0; i < 3; i++ {
-		_, err := h.ingest.Submit(t.Context(), []byte(`["execName=true"]`), "x", "t")
+		_, err := h.ingest.Submit(t.Context(), []byte(`["execName=true"]`), "x", httpapi.Grant{Principal: "t"})
 		must(t, err)
 		h.run(h.lastJob())
 		h.finish(h.lastJob(), 0)
