@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/gridwire/gridwire/events"
-	"github.com/gridwire/gridwire/pkg/httpapi"
 	"github.com/gridwire/gridwire/events/eventstest"
 	"github.com/gridwire/gridwire/pkg/cluster"
+	"github.com/gridwire/gridwire/pkg/httpapi"
 )
 
 // fakeIngest stands in for ingest's submit subject: it appends the submitted event of a
