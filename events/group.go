@@ -123,6 +123,8 @@ func groupStepFor(n Name) stepFunc {
 		return stepFor(n)
 	case Submitted:
 		return applySubmitted
+	case PropertySet:
+		return applyPropertySet
 	}
 	return func(s State, e Event) (State, error) {
 		return s, illegal(s, e, "a parent record never runs; its state follows its children")

@@ -19,6 +19,9 @@ type Invariants struct {
 	Terminals  int `json:"terminals"`  // jobs with more than one terminal event
 	After      int `json:"after"`      // jobs with an event after their terminal one
 	RunTwice   int `json:"run_twice"`  // jobs started more than once (two runs at once)
+	// Properties counts property sets their writer's declaration does not allow (not a
+	// task of the session, the key not declared writable, another scope or collection).
+	Properties int `json:"properties"`
 
 	// Problems names each job that broke a rule and how, for the operator.
 	Problems []string `json:"problems,omitempty"`
@@ -26,7 +29,7 @@ type Invariants struct {
 
 // OK reports whether every invariant holds.
 func (r Invariants) OK() bool {
-	return r.Lost+r.Duplicated+r.Stuck+r.Illegal+r.Terminals+r.After+r.RunTwice == 0
+	return r.Lost+r.Duplicated+r.Stuck+r.Illegal+r.Terminals+r.After+r.RunTwice+r.Properties == 0
 }
 
 // CheckInvariants checks the histories of every job in a log (each in stream order).
@@ -41,6 +44,7 @@ func CheckInvariants(histories map[string][]Event, expected []string) Invariants
 	slices.Sort(ids)
 	for _, id := range ids {
 		r.checkJob(id, histories[id])
+		r.checkProperties(id, histories)
 	}
 	if expected != nil {
 		want := make(map[string]bool, len(expected))
@@ -110,6 +114,46 @@ func (r *Invariants) checkJob(id string, evs []Event) {
 		r.Stuck++
 		r.problem("job %s: stuck at %s", id, st.Status)
 	}
+}
+
+// checkProperties checks each property set in a session's history against its writer's
+// declaration, as the task-side API checked it before the append.
+func (r *Invariants) checkProperties(session string, histories map[string][]Event) {
+	for _, e := range histories[session] {
+		if e.Name != PropertySet {
+			continue
+		}
+		var d PropertySetData
+		if err := e.Payload(&d); err != nil {
+			continue // the fold refuses it: counted as illegal
+		}
+		if why := writerRefuses(session, d, histories[d.Task]); why != "" {
+			r.Properties++
+			r.problem("job %s: seq %d property_set %q by %s: %s", session, e.Seq, d.Key, d.Task, why)
+		}
+	}
+}
+
+// writerRefuses says why the writer's own history does not allow the property set d.
+func writerRefuses(session string, d PropertySetData, writer []Event) string {
+	if len(writer) == 0 || writer[0].Name != Submitted {
+		return "the writer has no history"
+	}
+	var j Job
+	if err := writer[0].Payload(&j); err != nil {
+		return err.Error()
+	}
+	if j.Parent != session {
+		return "the writer is not a task of this session"
+	}
+	want, err := PropertyWrite(&j, d.Key, d.Value)
+	switch {
+	case err != nil:
+		return err.Error()
+	case want.Scope != d.Scope || want.Collection != d.Collection:
+		return fmt.Sprintf("recorded scope %s %s, declared %s %s", d.Scope, d.Collection, want.Scope, want.Collection)
+	}
+	return ""
 }
 
 func (r *Invariants) problem(format string, args ...any) {

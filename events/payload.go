@@ -28,6 +28,8 @@ func NewPayload(n Name) any {
 		return &StagedOutData{}
 	case Succeeded, Failed, Cancelled:
 		return &EndData{}
+	case PropertySet:
+		return &PropertySetData{}
 	}
 	return &Note{}
 }

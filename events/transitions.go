@@ -43,6 +43,10 @@ func stepFor(n Name) stepFunc {
 		return flag(func(s *State, v bool) { s.ResumeRequested, s.HoldRequested = v, !v }, true)
 	case ActionFailed:
 		return applyActionFailed
+	case PropertySet:
+		return func(s State, e Event) (State, error) {
+			return s, illegal(s, e, "a property is set on its session (the topology's parent record), not on a task")
+		}
 	}
 	return nil
 }

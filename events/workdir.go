@@ -39,6 +39,11 @@ const (
 	VarParentID     = "GW_PARENT_ID"
 	VarNativeID     = "GW_NATIVE_ID"
 	VarNativeIDList = "GW_NATIVE_IDS"
+	// VarPropertyURL and VarPropertyToken are what a DDS task that declares properties
+	// is given in its environment (never on a command line): the address of the
+	// gateway's task-side API as the task's host reaches it, and the task's credential.
+	VarPropertyURL   = "GRIDWIRE_PROPERTY_URL"
+	VarPropertyToken = "GRIDWIRE_PROPERTY_TOKEN"
 )
 
 // SchemeUpload is the URL scheme of files a submitter uploaded with the job, kept in the
