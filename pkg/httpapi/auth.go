@@ -187,6 +187,10 @@ func (a *Auth) CheckListen(addr string) error {
 	return fmt.Errorf("%w (%s)", ErrNoTokens, addr)
 }
 
+// TaskRoutes prefixes the task-side API: what running tasks call with the credential
+// the executor gave them.
+const TaskRoutes = "/v1/tasks/self/"
+
 // Required is the permission a request needs: none for the health check and the web
 // page's static files, read for any other GET, submit to submit a job or upload its
 // input files, publish to publish events, cancel for every other write.
@@ -212,8 +216,16 @@ func Required(r *http.Request) Permission {
 // header, or ?access_token= for browsers' EventSource, which cannot set headers),
 // checks the permission Required names, and puts the principal and grant in the
 // request's context. An open Auth admits only loopback callers.
+//
+// Requests under TaskRoutes carry a running task's own credential, not an API token:
+// they pass with a grant of nothing, and their handler authenticates the task.
 func (a *Auth) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, TaskRoutes) {
+			task := Grant{Principal: "task"}
+			next.ServeHTTP(w, r.WithContext(WithGrant(WithPrincipal(r.Context(), task.Principal), task)))
+			return
+		}
 		g, err := a.authenticate(r)
 		if err != nil {
 			if err.Status == http.StatusUnauthorized {

@@ -74,6 +74,9 @@ func TestMiddleware(t *testing.T) {
 		{"POST", "/v1/events", "publisher-token-000", 200, "pub"},
 		{"GET", "/v1/jobs", "publisher-token-000", 403, ""},
 		{"GET", "/v1/jobs", "nobody-knows-this", 401, ""},
+		// The task-side API authenticates tasks itself, and its callers are granted nothing.
+		{"PUT", "/v1/tasks/self/properties/peer", "gwt1.x.y", 200, "task"},
+		{"GET", "/v1/tasks/self/properties", "", 200, "task"},
 	}
 	for _, c := range cases {
 		seen = Grant{}
@@ -87,6 +90,11 @@ func TestMiddleware(t *testing.T) {
 		if rec.Code != c.want || seen.Principal != c.principal {
 			t.Errorf("%s %s %q: %d as %q, want %d as %q", c.method, c.target, c.token, rec.Code, seen.Principal, c.want, c.principal)
 		}
+	}
+	seen = Grant{}
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/v1/tasks/self/properties", nil))
+	if seen.May(PermRead) || seen.May(PermCancel) || seen.AnyJob {
+		t.Errorf("a task-side request was granted %+v", seen)
 	}
 	if !(Grant{Allow: []Permission{PermPublish}, Sources: []string{"urn:x"}}).MaySource("urn:x") ||
 		(Grant{Allow: []Permission{PermPublish}, Sources: []string{"urn:x"}}).MaySource("urn:y") {
