@@ -32,6 +32,8 @@ type Client struct {
 	sftpLock chan struct{} // held while the SFTP client is being created
 	sftpMu   sync.Mutex
 	sftp     *sftp.Client
+
+	fwd forward // the remote forward, once asked for
 }
 
 func (p *Pool) newClient(addr string, conn *ssh.Client, fingerprint string) (*Client, error) {

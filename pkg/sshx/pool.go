@@ -32,9 +32,10 @@ type Pool struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu     sync.Mutex
-	hosts  map[string]*host
-	closed bool
+	mu       sync.Mutex
+	hosts    map[string]*host
+	closed   bool
+	forwards map[string]int // host:port → the remote port of its last forward
 }
 
 // host is the pool's state for one host:port.

@@ -75,3 +75,13 @@ func (s SSH) run(ctx context.Context, command string, stdin io.Reader) (Output, 
 	}
 	return Output{Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode, HostKey: c.HostKeyFingerprint()}, nil
 }
+
+// Forward makes a loopback port on the host whose connections come back over the pool's
+// connection to dial (sshx.Client.Forward), and returns its address there.
+func (s SSH) Forward(ctx context.Context, dial sshx.Dialer) (string, error) {
+	c, err := s.Pool.Client(ctx, s.Addr)
+	if err != nil {
+		return "", err
+	}
+	return c.Forward(ctx, dial)
+}
