@@ -1,5 +1,5 @@
 # gridwire: every target loops over the modules of go.work.
-MODULES := events pkg services/ingest services/incarnator services/executor services/stager services/watcher services/readside cmd/gridwire
+MODULES := events pkg services/ingest services/incarnator services/executor services/stager services/watcher services/readside services/property cmd/gridwire
 GO ?= go
 BIN := bin/gridwire
 DATA ?= .gridwire-data
