@@ -32,6 +32,8 @@ type ForkTarget struct {
 	// RunAs, when set, is the unprivileged user jobs run as: the working directory is
 	// handed to it before the job starts. Nil runs jobs as the gateway's user.
 	RunAs *RunAs
+	// Properties, when set, gives DDS tasks the way to the property API.
+	Properties *Properties
 }
 
 // errStartInProgress asks for a redelivery: another attempt owns the job's start.
@@ -68,7 +70,11 @@ func (f *ForkTarget) Start(ctx context.Context, st events.State) (events.Started
 		}
 		return events.StartedData{}, err
 	}
-	cmd, err := f.command(wd, st.JobID, script.Body)
+	env, err := f.Properties.env(ctx, st, nil)
+	var cmd *exec.Cmd
+	if err == nil {
+		cmd, err = f.command(wd, st.JobID, script.Body, env)
+	}
 	if err == nil {
 		err = f.RunAs.hand(wd)
 	}
@@ -87,7 +93,7 @@ func (f *ForkTarget) Start(ctx context.Context, st events.State) (events.Started
 
 // command is /bin/sh in a new session, in the working directory, recording its PID
 // first and then running the job script in the same shell (no second exec).
-func (f *ForkTarget) command(wd, jobID, body string) (*exec.Cmd, error) {
+func (f *ForkTarget) command(wd, jobID, body string, env []events.EnvVar) (*exec.Cmd, error) {
 	marker := "echo $$ >" + events.StartMarker + " || exit 112\n"
 	arg := marker + body
 	if len(body) > maxInlineScript {
@@ -105,6 +111,9 @@ func (f *ForkTarget) command(wd, jobID, body string) (*exec.Cmd, error) {
 	}
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home,
 		events.VarJobID + "=" + jobID, events.VarWorkDir + "=" + wd}
+	for _, v := range env {
+		cmd.Env = append(cmd.Env, v.Name+"="+v.Value)
+	}
 	return cmd, nil
 }
 

@@ -49,6 +49,8 @@ type ScriptTarget struct {
 	// Sessions is how many start scripts run at once on one host, each starting every
 	// job that was waiting when it began; default 4.
 	Sessions int
+	// Properties, when set, gives DDS tasks the way to the property API.
+	Properties *Properties
 
 	mu       sync.Mutex
 	patterns recache.Cache            // native ID and status patterns, compiled once
@@ -85,8 +87,12 @@ func (s *ScriptTarget) Start(ctx context.Context, st events.State) (events.Start
 	if err := s.installStatics(ctx, sh, inc.StaticScripts); err != nil {
 		return events.StartedData{}, fmt.Errorf("installing static scripts on %s: %w", sh.Host(), err)
 	}
+	env, err := s.Properties.env(ctx, st, sh)
+	if err != nil {
+		return events.StartedData{}, err
+	}
 	job := startJob{id: st.JobID, workDir: inc.WorkDir, start: start.Body, body: jobScript.Body,
-		list: inc.Scripts[events.ScriptList+":DIR"].Body}
+		list: inc.Scripts[events.ScriptList+":DIR"].Body, env: env}
 	if err := job.check(); err != nil {
 		return events.StartedData{}, err
 	}

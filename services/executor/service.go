@@ -77,6 +77,9 @@ type Deps struct {
 	// Target runs the cluster's jobs; nil means the one the cluster's kind and profile
 	// call for (NewTarget).
 	Target Target
+	// Properties, when set, is the property API the targets NewTarget makes hand DDS
+	// tasks (a Target given above carries its own).
+	Properties *Properties
 }
 
 // Target starts a job's run on a target system. Start must be idempotent: if a run of
@@ -128,6 +131,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 			return err
 		}
 		defer closeTarget()
+		withProperties(t, deps.Properties)
 		tg = t
 	}
 	ctl, ok := tg.(Controller)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +23,9 @@ type startJob struct {
 	start   string // the rendered START script
 	body    string // the rendered JOB script, written to .gridwire/job.sh
 	list    string // the profile's LIST DIR script (FILE is GW_PATH), "" if none
+	// env is exported for START (and so for the job it starts): the property API's
+	// address and the task's credential, for a DDS task with properties.
+	env []events.EnvVar
 }
 
 // errNUL refuses values a shell word cannot carry.
@@ -34,11 +38,33 @@ func (j startJob) check() error {
 			return fmt.Errorf("job %s: its %s %w", j.id, name, errNUL)
 		}
 	}
+	for _, v := range j.env {
+		if strings.IndexByte(v.Value, 0) >= 0 || !validEnvName(v.Name) {
+			return fmt.Errorf("job %s: its variable %s cannot be exported", j.id, v.Name)
+		}
+	}
 	return nil
 }
 
 // size is roughly what the job adds to a start script.
-func (j startJob) size() int { return len(j.id) + len(j.workDir) + len(j.start) + len(j.body) + 64 }
+func (j startJob) size() int {
+	n := len(j.id) + len(j.workDir) + len(j.start) + len(j.body) + 64
+	for _, v := range j.env {
+		n += len(v.Name) + len(v.Value) + 16
+	}
+	return n
+}
+
+// validEnvName reports whether name is a shell variable name.
+func validEnvName(name string) bool {
+	for i, c := range name {
+		ok := c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9'
+		if !ok {
+			return false
+		}
+	}
+	return name != ""
+}
 
 // startVerdict is what the start script found and did for one job.
 type startVerdict struct {
@@ -137,9 +163,13 @@ func (s *ScriptTarget) startScript(nonce string, jobs []startJob) string {
 		b.WriteString(" " + shellquote.Quote(j.workDir+"/"+events.ControlDir))
 	}
 	b.WriteString("; do [ -d \"$gw_d\" ] || set -- \"$@\" \"$gw_d\"; done\n[ $# -eq 0 ] || mkdir -p -- \"$@\" 2>/dev/null\n")
+	withEnv := slices.ContainsFunc(jobs, func(j startJob) bool { return len(j.env) > 0 })
 	for k, j := range jobs {
 		b.WriteString(events.VarJobID + "=" + shellquote.Quote(j.id) + " " + events.VarWorkDir + "=" + shellquote.Quote(j.workDir) + "\n")
 		b.WriteString("export " + events.VarJobID + " " + events.VarWorkDir + "\n")
+		if withEnv {
+			writeEnv(&b, j.env)
+		}
 		b.WriteString("gw_s=" + shellquote.Quote(j.start) + "\ngw_j=" + shellquote.Quote(j.body) + "\ngw_ls=" + shellquote.Quote(j.list) + "\n")
 		b.WriteString("gw_take " + strconv.Itoa(k) + "\n")
 		if !s.Batch {
@@ -158,6 +188,16 @@ func (s *ScriptTarget) startScript(nonce string, jobs []startJob) string {
 
 // startFuncs are the start script's shell functions (a variable only because gw_ran
 // names the JOB script's files by their events constants). gw_take takes job $1's start
+// writeEnv exports a job's own variables, and unsets the property API's that an
+// earlier job of the same script exported, so no job sees another's credential.
+func writeEnv(b *strings.Builder, env []events.EnvVar) {
+	b.WriteString("unset " + events.VarPropertyURL + " " + events.VarPropertyToken + "\n")
+	for _, v := range env {
+		b.WriteString(v.Name + "=" + shellquote.Quote(v.Value) + "\nexport " + v.Name + "\n")
+	}
+}
+
+// startFuncs are the start script's shell functions. gw_take takes job $1's start
 // lock, writes its JOB script and runs its START (GW_WORKDIR, gw_j and gw_s hold the
 // job's values) and notes in gw_v$1 what it found: ran, held (the lock was there),
 // nodir, nojob. gw_report $1 DIR reads the lock back and prints the job's verdict,
