@@ -8,6 +8,7 @@ require (
 	github.com/gridwire/gridwire/services/executor v0.0.0
 	github.com/gridwire/gridwire/services/incarnator v0.0.0
 	github.com/gridwire/gridwire/services/ingest v0.0.0
+	github.com/gridwire/gridwire/services/property v0.0.0
 	github.com/gridwire/gridwire/services/readside v0.0.0
 	github.com/gridwire/gridwire/services/stager v0.0.0
 	github.com/gridwire/gridwire/services/watcher v0.0.0
@@ -67,3 +68,5 @@ replace github.com/gridwire/gridwire/services/stager => ../../services/stager
 replace github.com/gridwire/gridwire/services/watcher => ../../services/watcher
 
 replace github.com/gridwire/gridwire/services/readside => ../../services/readside
+
+replace github.com/gridwire/gridwire/services/property => ../../services/property

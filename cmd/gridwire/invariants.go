@@ -91,8 +91,8 @@ func (r invariantsReport) print(e *env, asJSON bool) error {
 		for _, p := range r.Problems {
 			fmt.Fprintln(e.stdout, "VIOLATION", p)
 		}
-		fmt.Fprintf(e.stdout, "jobs %d events %d: lost %d duplicated %d stuck %d illegal %d terminals %d after %d run_twice %d projection_diffs %d\n",
-			r.Jobs, r.Events, r.Lost, r.Duplicated, r.Stuck, r.Illegal, r.Terminals, r.After, r.RunTwice, r.ProjectionDiffs)
+		fmt.Fprintf(e.stdout, "jobs %d events %d: lost %d duplicated %d stuck %d illegal %d terminals %d after %d run_twice %d properties %d projection_diffs %d\n",
+			r.Jobs, r.Events, r.Lost, r.Duplicated, r.Stuck, r.Illegal, r.Terminals, r.After, r.RunTwice, r.Properties, r.ProjectionDiffs)
 	}
 	if !r.OK() || r.ProjectionDiffs > 0 {
 		return exitCode(1)

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/pkg/cluster"
+	"github.com/gridwire/gridwire/pkg/taskcred"
 	"github.com/gridwire/gridwire/services/watcher"
 )
 
@@ -315,6 +318,34 @@ var scenarios = []scenario{
 		}
 		r.expect(ids[0], events.StatusSucceeded)
 	}},
+	{"dds-properties", "a DDS session whose writer task sets a property through the task-side API while its reader runs; both then end", func(r *recorder) {
+		ids := r.open().submit("props.xml", ddsProperties)
+		if len(ids) != 3 {
+			r.t.Fatalf("%d jobs, want the parent and 2 tasks", len(ids))
+		}
+		writer, reader := ids[1], ids[2]
+		r.status(writer, events.StatusRunning)
+		r.status(reader, events.StatusRunning)
+		api := r.api("readside")
+		key, err := taskcred.Open(context.Background(), r.client.JS, 1)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if code, body := request(r.t, http.MethodPut, api+"/v1/tasks/self/properties/peer", key.Issue(writer),
+			strings.NewReader("10.0.0.7:5555")); code != http.StatusOK {
+			r.t.Fatalf("PUT peer: %d %s", code, body)
+		}
+		if code, body := request(r.t, http.MethodGet, api+"/v1/tasks/self/properties/peer", key.Issue(reader), nil); code != http.StatusOK ||
+			!strings.Contains(body, "10.0.0.7:5555") {
+			r.t.Fatalf("GET peer: %d %s", code, body)
+		}
+		r.release(writer, "0")
+		r.release(reader, "0")
+		r.expect(writer, events.StatusSucceeded)
+		r.expect(reader, events.StatusSucceeded)
+		r.expect(ids[0], events.StatusSucceeded)
+		r.has(ids[0], events.PropertySet, 1)
+	}},
 	{"jrdl-multi-job", "a JRDL document of two jobs: its parent record and both jobs, one succeeding, one failing", func(r *recorder) {
 		ids := r.open().submit("jobs.jrdl", jrdlTwoJobs)
 		if len(ids) != 3 {
@@ -454,6 +485,22 @@ const ddsTopology = `<topology name="pair">
     <task>hello</task>
     <group name="g" n="2"><collection>both</collection></group>
   </main>
+</topology>
+`
+
+// ddsProperties is a writer and a reader of one property, each running until the test
+// writes its exit code into "release" (as gated does).
+const ddsProperties = `<topology name="props">
+  <property name="peer"/>
+  <decltask name="server">
+    <exe>/bin/sh -c 'while [ ! -s release ]; do sleep 0.02; done; exit "$(cat release)"'</exe>
+    <properties><name access="write">peer</name></properties>
+  </decltask>
+  <decltask name="client">
+    <exe>/bin/sh -c 'while [ ! -s release ]; do sleep 0.02; done; exit "$(cat release)"'</exe>
+    <properties><name access="read">peer</name></properties>
+  </decltask>
+  <main name="main"><task>server</task><task>client</task></main>
 </topology>
 `
 

@@ -17,9 +17,11 @@ import (
 	"github.com/gridwire/gridwire/pkg/cluster"
 	"github.com/gridwire/gridwire/pkg/dirlock"
 	"github.com/gridwire/gridwire/pkg/httpapi"
+	"github.com/gridwire/gridwire/pkg/taskcred"
 	"github.com/gridwire/gridwire/services/executor"
 	"github.com/gridwire/gridwire/services/incarnator"
 	"github.com/gridwire/gridwire/services/ingest"
+	"github.com/gridwire/gridwire/services/property"
 	"github.com/gridwire/gridwire/services/readside"
 	"github.com/gridwire/gridwire/services/stager"
 	"github.com/gridwire/gridwire/services/watcher"
@@ -116,6 +118,8 @@ type system struct {
 	// allowRootJobs is --allow-root-jobs: fork clusters without run_as may run jobs as
 	// root (allow_root) when this process is root.
 	allowRootJobs bool
+	// taskKey is the key of task credentials, read once (taskCredentials).
+	taskKey *taskcred.Key
 }
 
 func openSystem(ctx context.Context, e *env, f *busFlags, needBus bool) (*system, error) {
@@ -398,6 +402,10 @@ func (s *system) startStager(ctx context.Context, g *errgroup.Group, c conn, log
 func (s *system) startExecutor(ctx context.Context, g *errgroup.Group, c conn, log *slog.Logger, clusters []cluster.Cluster) error {
 	// Cancel, hold and resume are the executor's to carry out, and so its to record.
 	executor.ControlAPI{Store: c.store}.Routes(s.routes())
+	props, err := s.propertyAPI(ctx)
+	if err != nil {
+		return err
+	}
 	for _, cl := range clusters {
 		if s.allowRootJobs && cl.Kind == cluster.KindFork && cl.RunAs == "" {
 			cl.AllowRoot = true
@@ -408,7 +416,8 @@ func (s *system) startExecutor(ctx context.Context, g *errgroup.Group, c conn, l
 			return err
 		}
 		g.Go(func() error {
-			return executor.Run(ctx, cfg, executor.Deps{JS: c.js, Conn: c.nc, Store: store, Logger: log, Now: time.Now})
+			return executor.Run(ctx, cfg, executor.Deps{JS: c.js, Conn: c.nc, Store: store, Logger: log, Now: time.Now,
+				Properties: props})
 		})
 	}
 	return nil
@@ -427,9 +436,53 @@ func (s *system) startWatcher(ctx context.Context, g *errgroup.Group, c conn, lo
 	return nil
 }
 
+// propertyAPI is what the executor hands DDS tasks to reach the task-side property API:
+// this process's HTTP listener, which serves it, and their credentials. A process
+// without a listener hands them nothing.
+func (s *system) propertyAPI(ctx context.Context) (*executor.Properties, error) {
+	if s.listener == nil {
+		return nil, nil
+	}
+	key, err := s.taskCredentials(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &executor.Properties{Addr: s.listener.Addr().String(), Credential: key.Issue}, nil
+}
+
+// taskCredentials is the key every gateway process issues and checks task credentials
+// with, kept in the bus.
+func (s *system) taskCredentials(ctx context.Context) (taskcred.Key, error) {
+	if s.taskKey == nil {
+		key, err := taskcred.Open(ctx, s.bus.JS, s.replicas)
+		if err != nil {
+			return key, err
+		}
+		s.taskKey = &key
+	}
+	return *s.taskKey, nil
+}
+
 // startReadside starts the read side, which serves the process's HTTP API (when this
-// process has a listener) with the routes the services started before it registered.
+// process has a listener) with the routes the services started before it registered,
+// and the task-side property API with the live view of properties it reads from.
 func (s *system) startReadside(ctx context.Context, g *errgroup.Group, c conn, log *slog.Logger, _ []cluster.Cluster) error {
+	key, err := s.taskCredentials(ctx)
+	if err != nil {
+		return err
+	}
+	// What tasks set comes in like a submission: signed with the ingest role's key.
+	store, err := s.store(c, "ingest", "")
+	if err != nil {
+		return err
+	}
+	props, err := property.New(property.Config{}, property.Deps{JS: c.js, Store: store, Key: key,
+		Logger: log.With("part", "properties"), Now: time.Now})
+	if err != nil {
+		return err
+	}
+	props.Routes(s.routes())
+	g.Go(func() error { return props.Run(ctx) })
 	deps := readside.Deps{JS: c.js, Store: c.store, Logger: log, Metrics: s.registry(),
 		HTTP: readside.HTTP{Listener: s.listener, Mux: s.routes(), Wrap: s.auth.Middleware}}
 	g.Go(func() error { return readside.Run(ctx, readside.Config{Clusters: s.cfg.Clusters}, deps) })

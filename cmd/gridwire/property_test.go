@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gridwire/gridwire/events"
+)
+
+// propertyTopology is a session on the local fork cluster: a server that writes peer and
+// hands its property API address and credential to the test, and a client that reads
+// peer with curl, as any program on the host could, until a value is there.
+func propertyTopology(dir string) string {
+	return `<topology name="props">
+  <property name="peer"/>
+  <decltask name="server">
+    <exe reachable="true">/bin/sh -c 'printenv GRIDWIRE_PROPERTY_URL > ` + dir + `/server.url.tmp; printenv GRIDWIRE_PROPERTY_TOKEN > ` + dir + `/server.token.tmp; mv ` + dir + `/server.url.tmp ` + dir + `/server.url; mv ` + dir + `/server.token.tmp ` + dir + `/server.token; until [ -e ` + dir + `/stop ]; do sleep 0.05; done'</exe>
+    <properties><name access="write">peer</name></properties>
+  </decltask>
+  <decltask name="client">
+    <exe reachable="true">/bin/sh -c 'until curl -sf -o ` + dir + `/client.tmp -H "Authorization: Bearer $GRIDWIRE_PROPERTY_TOKEN" "$GRIDWIRE_PROPERTY_URL/v1/tasks/self/properties/peer"; do sleep 0.05; done; mv ` + dir + `/client.tmp ` + dir + `/client.got'</exe>
+    <properties><name access="read">peer</name></properties>
+  </decltask>
+  <main name="main"><task>server</task><task>client</task></main>
+</topology>`
+}
+
+// waitContent returns a file's content once it exists (the test fails after a minute).
+func waitContent(t *testing.T, path string) string {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if b, err := os.ReadFile(path); err == nil {
+			return strings.TrimSpace(string(b))
+		}
+	}
+	t.Fatalf("%s never appeared", path)
+	return ""
+}
+
+// taskEnv is the environment of the task whose address and credential are in dir.
+func taskEnv(t *testing.T, dir, task string) func(string) string {
+	url, token := waitContent(t, filepath.Join(dir, task+".url")), waitContent(t, filepath.Join(dir, task+".token"))
+	return func(k string) string {
+		return map[string]string{events.VarPropertyURL: url, events.VarPropertyToken: token}[k]
+	}
+}
+
+func propertyCLI(ctx context.Context, getenv func(string) string, args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	status := runStatus(ctx, append([]string{"property"}, args...), getenv, &out, &errb)
+	return status, out.String(), errb.String()
+}
+
+// On the local fork cluster a task writes a property with `gridwire property put` and
+// another task of the session reads it over HTTP; what the writer does not declare is
+// refused with the reason; the session's history holds the write; once the session has
+// ended the credential is spent.
+func TestPropertiesOnTheForkCluster(t *testing.T) {
+	server := serveCLI(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	// However the test ends, the server task ends too (before serve stops).
+	t.Cleanup(func() { _ = os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644) })
+	topo := writeFile(t, t.TempDir(), "props.xml", propertyTopology(dir))
+	out, errOut, err := runCLI(ctx, "submit", "--server", server, topo)
+	if err != nil {
+		t.Fatalf("submit: %v %s", err, errOut)
+	}
+	session := strings.Fields(out)[0]
+	writer := taskEnv(t, dir, "server")
+	if status, _, errOut := propertyCLI(ctx, writer, "put", "peer", "10.1.2.3:5555"); status != 0 {
+		t.Fatalf("property put: exit %d: %s", status, errOut)
+	}
+	var got struct {
+		Value      string `json:"value"`
+		WriterPath string `json:"writer_path"`
+	}
+	if err := json.Unmarshal([]byte(waitContent(t, filepath.Join(dir, "client.got"))), &got); err != nil ||
+		got.Value != "10.1.2.3:5555" || got.WriterPath != "main/server_0" {
+		t.Fatalf("the client read %+v (%v)", got, err)
+	}
+	for _, c := range []struct {
+		args   []string
+		status int
+		says   string
+	}{
+		{[]string{"put", "other", "x"}, exitRefused, "does not declare it"},
+		{[]string{"get", "peer"}, exitRefused, "declares it with write access"},
+		{[]string{"put", "peer", strings.Repeat("x", 300)}, exitUsage, "the limit is 256"},
+	} {
+		if status, _, errOut := propertyCLI(ctx, writer, c.args...); status != c.status || !strings.Contains(errOut, c.says) {
+			t.Errorf("property %s: exit %d %q, want %d saying %q", c.args[0], status, errOut, c.status, c.says)
+		}
+	}
+	if status, _, errOut := propertyCLI(ctx, func(string) string { return "" }, "get", "peer"); status != exitRefused ||
+		!strings.Contains(errOut, "GRIDWIRE_PROPERTY_URL") {
+		t.Errorf("outside a task: exit %d %q", status, errOut)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		out, _, _ := runCLI(ctx, "status", "--json", "--server", server, session)
+		var v jobView
+		if json.Unmarshal([]byte(out), &v) == nil && v.Status == string(events.StatusSucceeded) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the session did not succeed: %s", out)
+		}
+	}
+	out, _, err = runCLI(ctx, "history", "--server", server, session)
+	if err != nil || strings.Count(out, "dev.gridwire.job.property_set.v1") != 1 {
+		t.Fatalf("the session's history (%v):\n%s", err, out)
+	}
+	status, _, errOut := propertyCLI(ctx, writer, "put", "peer", "late")
+	if status != exitRefused || !strings.Contains(errOut, "has ended") {
+		t.Fatalf("an ended task wrote: exit %d %q", status, errOut)
+	}
+}
