@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -52,9 +53,36 @@ func NewTarget(cl cluster.Cluster, hints *nats.Conn, log *slog.Logger) (Target, 
 	return t, func() { _ = pool.Close() }, nil
 }
 
-// Control implements Controller: the profile's script, run on this host.
+// Control implements Controller: the profile's script, run on this host, after the
+// profile's static scripts it may run (a HOLD, RESUME or ABORT written as a static
+// script) are installed where the BIN template puts them; an installed one is kept.
 func (f *ForkTarget) Control(ctx context.Context, st events.State, script string) (target.Output, error) {
+	if st.Incarnation != nil && len(st.Incarnation.StaticScripts) > 0 {
+		if err := installLocal(ctx, st.Incarnation.StaticScripts); err != nil {
+			return target.Output{}, fmt.Errorf("installing static scripts for job %s: %w", st.JobID, err)
+		}
+	}
 	return runControl(ctx, target.Local{}, st, script)
+}
+
+// installLocal writes the static scripts this host lacks (target.InstallScript).
+func installLocal(ctx context.Context, statics map[string]events.Script) error {
+	list := make([]target.Static, 0, len(statics))
+	for name, sc := range statics {
+		list = append(list, target.Static{Name: name, Location: sc.Location, Body: sc.Body})
+	}
+	script, err := target.InstallScript(list)
+	if err != nil {
+		return err
+	}
+	out, err := target.Local{}.Feed(ctx, "{\nexec </dev/null\n"+script+"}\n")
+	if err != nil {
+		return err
+	}
+	if !out.OK() {
+		return errors.New(out.Describe())
+	}
+	return nil
 }
 
 // action is what a job's requests ask of the target now.

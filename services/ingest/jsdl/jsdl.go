@@ -490,8 +490,9 @@ func (d *decoder) linkStreams(job *events.Job) {
 				job.StageOut = nil
 			}
 			if dest == nil {
-				d.list.Addf(s.el.Line, s.el.Col, s.path, "%q is not staged out: give a DataStaging with this FileName and a Target (gridwire keeps standard %s in the job's own files otherwise; leave %s out)", s.name, map[string]string{"Output": "output", "Error": "error"}[s.kind], s.kind)
-				continue
+				// No staging sends it anywhere: the stream goes to that file in the
+				// job's directory (a relative destination with no storage base).
+				dest = []string{s.name}
 			}
 			if s.kind == "Output" {
 				job.Stdout = append(job.Stdout, dest...)
