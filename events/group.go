@@ -49,8 +49,10 @@ func GroupOf(children []State) GroupVerdict {
 	for i := range children {
 		c := &children[i]
 		st := c.Status
-		if st == StatusNone {
-			st = StatusSubmitted // a child whose submitted event is not read yet
+		if st == StatusNone || c.Restartable() {
+			// A child whose submitted event is not read yet, or one that crashed and is
+			// about to run again (its restarted event begins a new attempt).
+			st = StatusSubmitted
 		}
 		v.Summary.Counts[st]++
 		switch {

@@ -16,9 +16,9 @@ type Invariants struct {
 	Duplicated int `json:"duplicated"` // jobs no acknowledged submission names, or one key twice
 	Stuck      int `json:"stuck"`      // jobs not ended
 	Illegal    int `json:"illegal"`    // histories the fold refuses (not a path of the state machine)
-	Terminals  int `json:"terminals"`  // jobs with more than one terminal event
-	After      int `json:"after"`      // jobs with an event after their terminal one
-	RunTwice   int `json:"run_twice"`  // jobs started more than once (two runs at once)
+	Terminals  int `json:"terminals"`  // jobs with more than one terminal event in one attempt
+	After      int `json:"after"`      // jobs with an event after their terminal one (but a restart)
+	RunTwice   int `json:"run_twice"`  // jobs started more than once in one attempt (two runs at once)
 	// Properties counts property sets their writer's declaration does not allow (not a
 	// task of the session, the key not declared writable, another scope or collection).
 	Properties int `json:"properties"`
@@ -73,6 +73,10 @@ func (r *Invariants) checkJob(id string, evs []Event) {
 	var st State
 	terminals, started, after, refused := 0, 0, false, false
 	for _, e := range evs {
+		if e.Name == Restarted && !refused && st.Restartable() {
+			// A new attempt: it has a start and an end of its own.
+			terminals, started = 0, 0
+		}
 		if terminals > 0 {
 			after = true
 		}

@@ -60,6 +60,10 @@ type Job struct {
 	// the same when it has a fixed length (no years or months).
 	Walltime *Period `json:"walltime,omitempty"`
 
+	// Restarts is how many times a run that crashed (ended with a non-zero exit code) is
+	// run again, each run an attempt of its own (DDS's TaskCrashed → RestartTask n).
+	Restarts int `json:"restarts,omitempty"`
+
 	// Coallocation places a JRDL subjob among the subjobs that run together.
 	Coallocation *Coallocation `json:"coallocation,omitempty"`
 

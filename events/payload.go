@@ -155,6 +155,13 @@ type EndData struct {
 	Group *GroupSummary `json:"group,omitempty"`
 }
 
+// RestartedData begins a new attempt of a job whose last one crashed.
+type RestartedData struct {
+	Attempt int    `json:"attempt"` // the attempt that begins, from 2
+	Of      int    `json:"of"`      // attempts the job may have in all (its Restarts + 1)
+	Reason  string `json:"reason"`  // how the last attempt ended
+}
+
 // Note is a free-text payload for requests, status_unknown/known and action results.
 type Note struct {
 	Reason string `json:"reason,omitempty"`

@@ -62,8 +62,8 @@ var rights = map[Role][]Name{
 	RoleIncarnator: {Incarnated, Failed, Cancelled},
 	RoleStager:     {StagingIn, Transfer, Queued, StagedOut, Failed, Cancelled},
 	RoleExecutor:   append([]Name{Started, Held, Resumed, ActionFailed, Cancelled, Failed}, requests...),
-	RoleWatcher: append([]Name{StatusChanged, StatusUnknown, StatusKnown, Exited, Succeeded, Failed, Cancelled},
-		requests...),
+	RoleWatcher: append([]Name{StatusChanged, StatusUnknown, StatusKnown, Exited, Succeeded, Failed, Cancelled,
+		Restarted}, requests...),
 }
 
 // Roles lists every role that signs, in table order.

@@ -257,3 +257,24 @@ func BenchmarkVerify(b *testing.B) {
 		}
 	}
 }
+
+// Ingest writes a parent record's submission under RouteGroup (and nothing else routed);
+// the watcher writes restarted.
+func TestRightsOfSessionsAndRestarts(t *testing.T) {
+	id := events.NewID()
+	parent, _ := events.New(id, events.Submitted, events.RouteGroup, t0, events.Job{ID: id, Kind: events.KindGroup})
+	if err := (events.Grant{Role: events.RoleIngest}).May(parent, events.State{}); err != nil {
+		t.Fatalf("ingest may not submit a parent under %s: %v", events.RouteGroup, err)
+	}
+	queued, _ := events.New(id, events.Queued, events.RouteGroup, t0, events.QueuedData{})
+	if err := (events.Grant{Role: events.RoleIngest}).May(queued, events.State{}); !errors.Is(err, events.ErrNoRight) {
+		t.Fatalf("ingest routed a queued event: %v, want refused", err)
+	}
+	restarted, _ := events.New(id, events.Restarted, "", t0, events.RestartedData{Attempt: 2, Of: 2})
+	if err := (events.Grant{Role: events.RoleWatcher}).May(restarted, events.State{}); err != nil {
+		t.Fatalf("the watcher may not restart: %v", err)
+	}
+	if err := (events.Grant{Role: events.RoleExecutor}).May(restarted, events.State{}); !errors.Is(err, events.ErrNoRight) {
+		t.Fatalf("the executor restarted: %v, want refused", err)
+	}
+}

@@ -54,6 +54,9 @@ type State struct {
 	// Group is a parent record's last summary of its children (see GroupOf).
 	Group     *GroupSummary  `json:"group,omitempty"`
 	Transfers []TransferData `json:"transfers,omitempty"`
+	// Attempts are the job's earlier runs, when a restart trigger ran it again; the
+	// fields above describe the current (last) one, attempt len(Attempts)+1.
+	Attempts []Attempt `json:"attempts,omitempty"`
 
 	StatusUnknown   bool `json:"status_unknown,omitempty"`
 	CancelRequested bool `json:"cancel_requested,omitempty"`
@@ -89,7 +92,7 @@ func Replay(evs []Event) (State, error) {
 // event the state machine does not allow in the current state is an error and leaves
 // the state as it was.
 func Apply(s State, e Event) (State, error) {
-	if s.Status.Terminal() {
+	if s.Status.Terminal() && (e.Name != Restarted || !s.Restartable()) {
 		return s, &TransitionError{Job: e.JobID, From: s.Status, Event: e.Name, Why: "the job has ended"}
 	}
 	if s.Status == StatusNone && e.Name != Submitted {

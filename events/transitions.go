@@ -47,6 +47,8 @@ func stepFor(n Name) stepFunc {
 		return func(s State, e Event) (State, error) {
 			return s, illegal(s, e, "a property is set on its session (the topology's parent record), not on a task")
 		}
+	case Restarted:
+		return applyRestarted
 	}
 	return nil
 }

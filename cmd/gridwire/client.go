@@ -206,6 +206,11 @@ type jobView struct {
 	Children    int       `json:"children"`
 	// Group counts a parent record's children by state.
 	Group *events.GroupSummary `json:"group"`
+	// Attempt is the current attempt of a restarted job; Restarting says its terminal
+	// state is about to be followed by another attempt.
+	Attempt    int    `json:"attempt"`
+	Restarting bool   `json:"restarting"`
+	Seq        uint64 `json:"seq"`
 }
 
 func (c *client) job(ctx context.Context, id string) (jobView, error) {

@@ -97,3 +97,51 @@ func TestDDSEmptyMainSessionEnds(t *testing.T) {
 	}
 	h.assertCleanHistory(ids[0])
 }
+
+// A task with TaskCrashed → RestartTask 3 that crashes every time runs four times, each
+// attempt with its own start and end in its own working directory, and ends FAILED; its
+// session ends FAILED only after the last attempt.
+func TestDDSRestartTaskRunsACrashedTaskAgain(t *testing.T) {
+	h := newHarness(t)
+	ids := h.submitDDS(`<topology name="crashy">
+  <decltrigger name="again" condition="TaskCrashed" action="RestartTask" arg="3"/>
+  <decltask name="crash"><exe>/bin/sh -c 'echo "$DDS_TASK_ID" &gt; ran; exit 7'</exe><triggers><name>again</name></triggers></decltask>
+  <main name="main"><task>crash</task></main>
+</topology>`)
+	task := ids[1]
+	st := h.waitFor(task, "FAILED after its last attempt", func(st events.State) bool {
+		return st.Status == events.StatusFailed && !st.Restartable()
+	})
+	if st.Attempt() != 4 || *st.ExitCode != 7 {
+		t.Fatalf("ended at attempt %d with exit %v, want attempt 4 with exit 7", st.Attempt(), st.ExitCode)
+	}
+	dirs := map[string]bool{st.Incarnation.WorkDir: true}
+	for i, a := range st.Attempts {
+		if a.Attempt != i+1 || a.Status != events.StatusFailed || a.ExitCode == nil || *a.ExitCode != 7 || a.NativeID == "" {
+			t.Errorf("attempt %d: %+v, want FAILED with exit 7 after a run", i+1, a)
+		}
+		dirs[a.WorkDir] = true
+	}
+	if len(dirs) != 4 {
+		t.Errorf("attempts ran in %d working directories, want 4 of their own", len(dirs))
+	}
+	count := map[events.Name]int{}
+	for _, e := range h.history(task) {
+		count[e.Name]++
+	}
+	for _, n := range []events.Name{events.Incarnated, events.Started, events.Exited, events.Failed} {
+		if count[n] != 4 {
+			t.Errorf("%d %s events, want one per attempt (4)", count[n], n)
+		}
+	}
+	if count[events.Restarted] != 3 {
+		t.Errorf("%d restarted events, want 3", count[events.Restarted])
+	}
+	if _, err := events.Replay(h.history(task)); err != nil {
+		t.Errorf("history does not replay: %v", err)
+	}
+	if s := h.waitEnd(ids[0]); s.Status != events.StatusFailed {
+		t.Fatalf("session %s, want FAILED", s.Status)
+	}
+	h.assertCleanHistory(ids[0])
+}

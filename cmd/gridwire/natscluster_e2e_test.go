@@ -678,7 +678,7 @@ func TestE2ENATSClusterPermissions(t *testing.T) {
 		"ingest":         {"submitted._", "cancel_requested._", "read (direct get)"},
 		"incarnator":     {"incarnated._", "read (direct get)"},
 		"stager":         {"queued.local", "read (direct get)"},
-		"watcher":        {"exited.local", "succeeded._", "read (direct get)"},
+		"watcher":        {"exited.local", "succeeded._", "cancel_requested._", "read (direct get)"},
 		"executor-local": {"started.local", "read (direct get)", "consume executor-local jobs.*.queued.local", "pull executor-local"},
 		"executor-hpc1":  {"started.hpc1", "read (direct get)", "consume executor-hpc1 jobs.*.queued.hpc1"},
 		"reader":         {"read (direct get)"},

@@ -346,6 +346,21 @@ var scenarios = []scenario{
 		r.expect(ids[0], events.StatusSucceeded)
 		r.has(ids[0], events.PropertySet, 1)
 	}},
+	{"dds-restart", "a DDS task with TaskCrashed → RestartTask 1 that crashes twice: two attempts, each from incarnation to its own FAILED, a restarted event between them; its session FAILED", func(r *recorder) {
+		ids := r.open().submit("topology.xml", `<topology name="crashy">
+  <decltrigger name="again" condition="TaskCrashed" action="RestartTask" arg="1"/>
+  <decltask name="crash"><exe>/bin/sh -c 'exit 3'</exe><triggers><name>again</name></triggers></decltask>
+  <main name="main"><task>crash</task></main>
+</topology>`)
+		r.waitFor(ids[1], "its last attempt", func(st events.State) bool { return st.Status.Terminal() && !st.Restartable() })
+		r.expect(ids[1], events.StatusFailed, exitedWith(3), func(st events.State) string {
+			if st.Attempt() != 2 {
+				return fmt.Sprintf("ended at attempt %d, want 2", st.Attempt())
+			}
+			return ""
+		})
+		r.expect(ids[0], events.StatusFailed)
+	}},
 	{"jrdl-multi-job", "a JRDL document of two jobs: its parent record and both jobs, one succeeding, one failing", func(r *recorder) {
 		ids := r.open().submit("jobs.jrdl", jrdlTwoJobs)
 		if len(ids) != 3 {

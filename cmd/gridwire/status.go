@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/gridwire/gridwire/events"
@@ -61,7 +63,14 @@ func printStatus(e *env, v jobView, clk clock) error {
 	if v.Group != nil {
 		group = v.Group.String()
 	}
-	for _, kv := range [][2]string{{"reason", v.Reason}, {"group", group}, {"path", v.Path}, {"cluster", v.Cluster}, {"native id", v.NativeID},
+	attempt := ""
+	if v.Attempt > 1 {
+		attempt = strconv.Itoa(v.Attempt)
+	}
+	if v.Restarting {
+		attempt += " (crashed; the next attempt is about to begin)"
+	}
+	for _, kv := range [][2]string{{"attempt", strings.TrimSpace(attempt)}, {"reason", v.Reason}, {"group", group}, {"path", v.Path}, {"cluster", v.Cluster}, {"native id", v.NativeID},
 		{"native state", v.NativeState}, {"parent", v.Parent}, {"submitter", v.Submitter},
 		{"submitted", clk.atAgo(v.SubmittedAt)}, {"started", clk.atAgo(v.StartedAt)}, {"ended", clk.atAgo(v.EndedAt)},
 		{"ran for", ran}} {
@@ -155,9 +164,17 @@ func historyCmd(e *env) *cobra.Command {
 			}
 			clk := newClock(f.utc)
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SEQ\tTIME\tEVENT\tSOURCE")
-			for _, ev := range evs {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", ev.Seq, clk.stamp(ev.Time), ev.Name.Type(), ev.Source)
+			if attempt := attemptOf(evs); attempt != nil {
+				// A restarted job: each event is marked with the attempt it belongs to.
+				fmt.Fprintln(tw, "SEQ\tTIME\tATTEMPT\tEVENT\tSOURCE")
+				for i, ev := range evs {
+					fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\n", ev.Seq, clk.stamp(ev.Time), attempt[i], ev.Name.Type(), ev.Source)
+				}
+			} else {
+				fmt.Fprintln(tw, "SEQ\tTIME\tEVENT\tSOURCE")
+				for _, ev := range evs {
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", ev.Seq, clk.stamp(ev.Time), ev.Name.Type(), ev.Source)
+				}
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -170,6 +187,28 @@ func historyCmd(e *env) *cobra.Command {
 	}
 	f.register(cmd.Flags(), e)
 	return cmd
+}
+
+// attemptOf numbers each event of a history with the attempt it belongs to (a restarted
+// event begins the next), or nil for a job that ran once.
+func attemptOf(evs []events.Event) []int {
+	var out []int
+	n := 1
+	for i, ev := range evs {
+		if ev.Name == events.Restarted {
+			if out == nil {
+				out = make([]int, len(evs))
+				for k := range i {
+					out[k] = 1
+				}
+			}
+			n++
+		}
+		if out != nil {
+			out[i] = n
+		}
+	}
+	return out
 }
 
 func watchCmd(e *env) *cobra.Command {
@@ -206,7 +245,7 @@ func watchCmd(e *env) *cobra.Command {
 				} else {
 					fmt.Fprintf(e.stdout, "%d %s %s %s %s\n", ev.Seq, clk.stamp(ev.Time), ev.JobID, ev.Name, ev.Source)
 				}
-				return len(args) == 0 || !ev.Name.Terminal()
+				return len(args) == 0 || !endsForGood(cmd.Context(), c, ev)
 			})
 			if errors.Is(err, context.Canceled) {
 				return nil // interrupted by the user

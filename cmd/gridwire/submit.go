@@ -314,7 +314,7 @@ func waitAll(ctx context.Context, e *env, c *client, f *clientFlags, ids []strin
 					fmt.Fprintf(e.stdout, "%s %s %s%s\n", clk.stamp(ev.Time), ev.JobID, ev.Name, eventNote(ev))
 					mu.Unlock()
 				}
-				return !ev.Name.Terminal()
+				return !endsForGood(gctx, c, ev)
 			})
 			if err != nil {
 				return fmt.Errorf("following %s: %w", id, err)
@@ -350,6 +350,17 @@ func waitAll(ctx context.Context, e *env, c *client, f *clientFlags, ids []strin
 		return exitCode(exitFailed)
 	}
 	return nil
+}
+
+// endsForGood reports whether ev ends its job: a terminal event that no restart follows
+// (a crashed attempt with restarts left is followed by the next). Only a restart moves
+// a job on from a terminal event, so a job that has moved on is not done either.
+func endsForGood(ctx context.Context, c *client, ev events.Event) bool {
+	if !ev.Name.Terminal() {
+		return false
+	}
+	v, err := c.job(ctx, ev.JobID)
+	return err != nil || v.Seq == ev.Seq && !v.Restarting
 }
 
 // outcome is a job's end in one line: "ID SUCCEEDED", or "ID FAILED exit 127: reason".

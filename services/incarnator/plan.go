@@ -147,9 +147,14 @@ func newTarget(cl cluster.Cluster, set *profile.Set, workRoot string, local []st
 // Profiles returns the planner's profile set.
 func (p *ProfilePlanner) Profiles() *profile.Set { return p.set }
 
-// Plan implements Planner: the first cluster, in config order, that meets every
-// requirement runs the job.
-func (p *ProfilePlanner) Plan(job events.Job) (events.IncarnatedData, error) {
+// Plan plans a job's first attempt.
+func (p *ProfilePlanner) Plan(job events.Job) (events.IncarnatedData, error) { return p.PlanAttempt(job, 1) }
+
+// PlanAttempt implements Planner: the first cluster, in config order, that meets every
+// requirement runs the attempt. An attempt after the first has a working directory of
+// its own (the job's, suffixed .N), so nothing the last one left there (its start lock,
+// its output) passes for the new run's.
+func (p *ProfilePlanner) PlanAttempt(job events.Job, attempt int) (events.IncarnatedData, error) {
 	if err := checkJob(&job); err != nil {
 		return events.IncarnatedData{}, err
 	}
@@ -161,7 +166,7 @@ func (p *ProfilePlanner) Plan(job events.Job) (events.IncarnatedData, error) {
 			excluded[t.cl.Name] = reasons(why)
 			continue
 		}
-		inc, err := t.render(&job, p.set.Hash)
+		inc, err := t.render(&job, attempt, p.set.Hash)
 		if err != nil {
 			// Another matching cluster's profile may take the job (other limits,
 			// another template); every cluster's reason is reported if none does.

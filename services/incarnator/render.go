@@ -292,7 +292,7 @@ func (c *renderCtx) control(tmpl, variation string) ([]byte, error) {
 }
 
 // render incarnates the job on this target.
-func (t *target) render(job *events.Job, setHash string) (events.IncarnatedData, error) {
+func (t *target) render(job *events.Job, attempt int, setHash string) (events.IncarnatedData, error) {
 	queue := t.chooseQueue(job.Requirements.Queue)
 	vars := map[string]string{"taskid": job.ID, "queue": queue, "lrms": t.cl.LRMS}
 	c := &renderCtx{t: t, job: job, queue: queue, exe: localExecutable(job, substitute.Substitute(job.Executable, vars), vars)}
@@ -301,6 +301,9 @@ func (t *target) render(job *events.Job, setHash string) (events.IncarnatedData,
 		c.args[i] = substitute.Substitute(a, vars)
 	}
 	wd := strings.TrimRight(t.root, t.delim) + t.delim + job.ID
+	if attempt > 1 {
+		wd += "." + strconv.Itoa(attempt)
+	}
 	inc := events.IncarnatedData{
 		Cluster: t.cl.Name, Queue: queue, LRMS: t.cl.LRMS, Profile: t.prof.Name, ProfileHash: setHash,
 		WorkDir: wd, Scripts: make(map[string]events.Script, len(controlScripts)+1),

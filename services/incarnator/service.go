@@ -31,9 +31,9 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Planner chooses a cluster for a job and renders its scripts.
+// Planner chooses a cluster for one attempt of a job and renders its scripts.
 type Planner interface {
-	Plan(job events.Job) (events.IncarnatedData, error)
+	PlanAttempt(job events.Job, attempt int) (events.IncarnatedData, error)
 }
 
 // NoMatchError says why no cluster can run a job: per cluster, what excluded it.
@@ -62,6 +62,7 @@ var ErrRejected = errors.New("incarnator: job rejected")
 // Store is what the incarnator needs of the event store.
 type Store interface {
 	DecideFrom(ctx context.Context, st events.State, decide events.Decision) (events.State, error)
+	Decide(ctx context.Context, jobID string, decide events.Decision) (events.State, error)
 }
 
 // Deps are the incarnator's live collaborators.
@@ -89,7 +90,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 	}
 	h := handler{deps: deps}
 	return events.Consume(ctx, deps.JS, events.ConsumerSpec{
-		Durable: cfg.Durable, Filters: []string{events.TypeFilter(events.Submitted, "")},
+		Durable: cfg.Durable, Filters: []string{events.TypeFilter(events.Submitted, ""), events.TypeFilter(events.Restarted, "")},
 		Workers: cfg.Workers, Logger: deps.Logger, OnExhausted: h.exhausted,
 	}, h.handle)
 }
@@ -97,6 +98,11 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 type handler struct{ deps Deps }
 
 func (h handler) handle(ctx context.Context, d events.Delivery) error {
+	if d.Event.Name == events.Restarted {
+		// A new attempt of a job that crashed: placed and rendered afresh.
+		_, err := h.deps.Store.Decide(ctx, d.Event.JobID, h.decide)
+		return err
+	}
 	st, err := events.Apply(events.State{}, d.Event)
 	if err != nil {
 		return nil // not a first event we can fold alone; nothing for us
@@ -118,7 +124,7 @@ func (h handler) decide(st events.State) ([]events.Event, error) {
 		e, err := events.New(st.JobID, events.Cancelled, "", now, events.EndData{Reason: "cancelled before incarnation"})
 		return []events.Event{e}, err
 	}
-	plan, err := h.deps.Planner.Plan(*st.Job)
+	plan, err := h.deps.Planner.PlanAttempt(*st.Job, st.Attempt())
 	var nm *NoMatchError
 	if errors.As(err, &nm) || errors.Is(err, ErrRejected) {
 		e, eerr := events.New(st.JobID, events.Failed, "", now, events.EndData{Reason: err.Error()})

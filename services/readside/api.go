@@ -119,6 +119,11 @@ type JobView struct {
 	Children   int    `json:"children,omitempty"`
 	// Group counts a parent record's children by state, as of its last move.
 	Group *events.GroupSummary `json:"group,omitempty"`
+	// Attempt is the job's current attempt when a restart trigger ran it again (from 2),
+	// and Restarting says its last attempt crashed and the next is about to begin: its
+	// terminal state is not its last.
+	Attempt    int  `json:"attempt,omitempty"`
+	Restarting bool `json:"restarting,omitempty"`
 	// Refused names the first event of the history the fold does not accept (a history
 	// written around the store); the state is the fold of the events before it.
 	// `gridwire audit verify` says more.
@@ -130,6 +135,10 @@ func ViewOf(st events.State) JobView {
 	v := JobView{ID: st.JobID, Status: st.Status, NativeState: st.NativeState, Cluster: st.Cluster,
 		NativeID: st.NativeID, ExitCode: st.ExitCode, Reason: st.Reason, SubmittedAt: st.SubmittedAt,
 		StartedAt: st.StartedAt, EndedAt: st.EndedAt, UpdatedAt: st.UpdatedAt, Events: st.Events, Seq: st.LastSeq}
+	if st.Attempt() > 1 {
+		v.Attempt = st.Attempt()
+	}
+	v.Restarting = st.Restartable()
 	if st.Job != nil {
 		v.Name, v.Kind, v.Parent, v.Submitter = st.Job.Name, st.Job.Kind, st.Job.Parent, st.Job.Submitter
 		v.Path = st.Job.Original.Path

@@ -3,7 +3,8 @@
 // as canonical jobs: one parent record for the topology, then one job per instance with
 // its runtime task path, task and collection indices, %taskIndex%/%collectionIndex%
 // resolved in its executable, and the DDS_* environment. It validates every reference
-// and uniqueness rule; it does not run tasks, propagate properties or act on triggers.
+// and uniqueness rule. A task's TaskCrashed → RestartTask n trigger becomes the job's
+// Restarts, which the watcher acts on; running the tasks is the other services' work.
 package dds
 
 import (
@@ -65,6 +66,7 @@ type task struct {
 	envReachable bool
 	requirements []events.DDSRequirement
 	placement    events.Requirements // requirements in the gateway's terms
+	restarts     int                 // runs after a crash (TaskCrashed → RestartTask n)
 	properties   []events.DDSProperty
 	triggers     []events.DDSTrigger
 	assets       []events.DDSAsset

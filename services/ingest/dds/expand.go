@@ -92,7 +92,7 @@ func (e *expander) task(tk *task, static, groupName string, c *collection, cpath
 		args[i] = resolveTags(w, ti, ci)
 	}
 	e.jobs = append(e.jobs, events.Job{Name: taskPath, Executable: resolveTags(tk.words[0], ti, ci),
-		Arguments: args, Environment: env, DDS: ctx, Substitutions: ddsSubstitutions, Requirements: placement,
+		Arguments: args, Environment: env, DDS: ctx, Substitutions: ddsSubstitutions, Requirements: placement, Restarts: tk.restarts,
 		Original: events.Original{Path: taskPath}})
 }
 

@@ -83,6 +83,7 @@ func (d *decoder) task(el *xmltree.Element, path string, t *topology) {
 		return
 	}
 	tk.placement = t.placement(tk.requirements)
+	tk.restarts = restarts(tk.triggers)
 	tk.hash = tk.hashString()
 	t.tasks[name] = tk
 }
@@ -214,4 +215,20 @@ func (d *decoder) factor(el *xmltree.Element, path, attr string) int {
 		return 1
 	}
 	return int(n)
+}
+
+// restarts is how many times a crashed instance of the task runs again: the largest
+// RestartTask argument among its TaskCrashed triggers (the only condition and action
+// DDS's schema has).
+func restarts(triggers []events.DDSTrigger) int {
+	n := 0
+	for _, tr := range triggers {
+		if tr.Condition != "TaskCrashed" || tr.Action != "RestartTask" {
+			continue
+		}
+		if v, err := strconv.Atoi(tr.Arg); err == nil && v > n {
+			n = v
+		}
+	}
+	return n
 }

@@ -330,7 +330,7 @@
   const EVENT_NAMES = ["submitted", "incarnated", "staging_in", "transfer", "queued", "started",
     "status_changed", "status_unknown", "status_known", "held", "resumed", "exited", "staged_out",
     "succeeded", "failed", "cancelled", "cancel_requested", "hold_requested", "resume_requested",
-    "action_failed", "property_set"];
+    "action_failed", "property_set", "restarted"];
 
   // --- one job's page ----------------------------------------------------------------
   function summary(v) {
