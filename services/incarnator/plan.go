@@ -148,7 +148,9 @@ func newTarget(cl cluster.Cluster, set *profile.Set, workRoot string, local []st
 func (p *ProfilePlanner) Profiles() *profile.Set { return p.set }
 
 // Plan plans a job's first attempt.
-func (p *ProfilePlanner) Plan(job events.Job) (events.IncarnatedData, error) { return p.PlanAttempt(job, 1) }
+func (p *ProfilePlanner) Plan(job events.Job) (events.IncarnatedData, error) {
+	return p.PlanAttempt(job, 1)
+}
 
 // PlanAttempt implements Planner: the first cluster, in config order, that meets every
 // requirement runs the attempt. An attempt after the first has a working directory of
