@@ -44,8 +44,9 @@ type Row = events.State
 // the job's kind), so folding further events into a Row gives the Row of the full fold.
 func strip(st events.State) Row {
 	if st.Job != nil {
+		// Restarts stays: the fold needs it to take a restarted event.
 		st.Job = &events.Job{ID: st.Job.ID, Name: st.Job.Name, Kind: st.Job.Kind, Parent: st.Job.Parent,
-			Submitter: st.Job.Submitter}
+			Submitter: st.Job.Submitter, Restarts: st.Job.Restarts}
 	}
 	st.Incarnation, st.Transfers, st.LastHash = nil, nil, ""
 	return st
