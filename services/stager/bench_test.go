@@ -112,7 +112,7 @@ func BenchmarkLargeFile(b *testing.B) {
 	dir := b.TempDir()
 	src := filepath.Join(dir, "src.bin")
 	bigFile(b, src, size)
-	s, err := newStager(Config{SSH: SSHConfig{User: "root", Identity: srv.key, KnownHosts: srv.knownHosts}}.withDefaults(),
+	s, err := newStager(context.Background(), Config{SSH: SSHConfig{User: "root", Identity: srv.key, KnownHosts: srv.knownHosts}}.withDefaults(),
 		Deps{Now: time.Now})
 	if err != nil {
 		b.Fatal(err)
@@ -122,7 +122,7 @@ func BenchmarkLargeFile(b *testing.B) {
 	wd := openLocalDir(dir)
 	defer wd.Close()
 	stager := func(b *testing.B, remotePath string, down bool) time.Duration {
-		r, err := resolveRemote("sftp://"+srv.addr+remotePath, "")
+		r, err := resolveRemote("sftp://"+srv.addr+remotePath, "", nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -182,9 +182,9 @@ func BenchmarkSmallFiles(b *testing.B) {
 		for i := range n {
 			writeFileB2(b, filepath.Join(src, fmt.Sprintf("f%04d", i)), strings.Repeat("x", 1024))
 		}
-		s, _ := newStager(Config{SSH: SSHConfig{User: "u", Identity: srv.ClientKeyFile, KnownHosts: srv.KnownHostsFile}}.withDefaults(), Deps{Now: time.Now})
+		s, _ := newStager(context.Background(), Config{SSH: SSHConfig{User: "u", Identity: srv.ClientKeyFile, KnownHosts: srv.KnownHostsFile}}.withDefaults(), Deps{Now: time.Now})
 		defer s.Close()
-		r, _ := resolveRemote("sftp://"+srv.Addr+src+"/", "")
+		r, _ := resolveRemote("sftp://"+srv.Addr+src+"/", "", nil)
 		wd := openLocalDir(b.TempDir())
 		defer wd.Close()
 		c := s.copier()

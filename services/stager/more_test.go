@@ -107,7 +107,7 @@ func TestExhaustedStageOutIsRecordedAsFailedStageOut(t *testing.T) {
 	id := e.incarnate(events.Job{}, "local", "")
 	e.append(id, events.Queued, "local", events.QueuedData{Cluster: "local"})
 	e.exit(id, 0)
-	s, err := newStager(testConfig().withDefaults(), Deps{Store: e.store, Now: time.Now, Logger: discard()})
+	s, err := newStager(context.Background(), testConfig().withDefaults(), Deps{Store: e.store, Now: time.Now, Logger: discard()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,13 +52,13 @@ func budget(f events.FileCopy, job events.Job, def int) int {
 }
 
 // planIn lists what stage-in moves: stdin, then the job's stage-in entries.
-func planIn(job events.Job, def int) []item {
+func planIn(job events.Job, def int, plug schemeSet) []item {
 	var items []item
 	if job.Stdin != "" {
-		items = append(items, inItem(events.FileCopy{From: job.Stdin, To: events.StdinFile}, job, def, true))
+		items = append(items, inItem(events.FileCopy{From: job.Stdin, To: events.StdinFile}, job, def, true, plug))
 	}
 	for _, f := range job.StageIn {
-		items = append(items, inItem(f, job, def, false))
+		items = append(items, inItem(f, job, def, false, plug))
 	}
 	return dedup(items)
 }
@@ -77,9 +77,9 @@ func dedup(items []item) []item {
 	return out
 }
 
-func inItem(f events.FileCopy, job events.Job, def int, stdio bool) item {
+func inItem(f events.FileCopy, job events.Job, def int, stdio bool, plug schemeSet) item {
 	it := item{dir: DirIn, from: f.From, to: f.To, of: budget(f, job, def), stdio: stdio}
-	r, err := resolveRemote(f.From, job.DefaultStorageBase)
+	r, err := resolveRemote(f.From, job.DefaultStorageBase, plug)
 	if err == nil {
 		it.from, it.remote, it.tree = r.raw, r, r.dir || f.Directory
 	}
@@ -96,17 +96,17 @@ func inItem(f events.FileCopy, job events.Job, def int, stdio bool) item {
 
 // planOut lists what stage-out moves for a job that exited with the given success:
 // stdout and stderr to each destination, then the stage-out entries whose When fits.
-func planOut(job events.Job, def int, success bool) []item {
+func planOut(job events.Job, def int, success bool, plug schemeSet) []item {
 	var items []item
 	for _, d := range job.Stdout {
-		items = append(items, outItem(events.FileCopy{From: events.StdoutFile, To: d}, job, def, true))
+		items = append(items, outItem(events.FileCopy{From: events.StdoutFile, To: d}, job, def, true, plug))
 	}
 	for _, d := range job.Stderr {
-		items = append(items, outItem(events.FileCopy{From: events.StderrFile, To: d}, job, def, true))
+		items = append(items, outItem(events.FileCopy{From: events.StderrFile, To: d}, job, def, true, plug))
 	}
 	for _, f := range job.StageOut {
 		if wanted(f.When, success) {
-			items = append(items, outItem(f, job, def, false))
+			items = append(items, outItem(f, job, def, false, plug))
 		}
 	}
 	return dedup(items)
@@ -122,7 +122,7 @@ func wanted(when string, success bool) bool {
 	return true
 }
 
-func outItem(f events.FileCopy, job events.Job, def int, stdio bool) item {
+func outItem(f events.FileCopy, job events.Job, def int, stdio bool, plug schemeSet) item {
 	it := item{dir: DirOut, from: f.From, to: f.To, of: budget(f, job, def), local: f.From, stdio: stdio}
 	if !stdio {
 		it.local, it.abs, it.err = nodeName(f.From)
@@ -131,7 +131,7 @@ func outItem(f events.FileCopy, job events.Job, def int, stdio bool) item {
 		it.jobFile, it.err = localName(f.To)
 		return it
 	}
-	r, err := resolveRemote(f.To, job.DefaultStorageBase)
+	r, err := resolveRemote(f.To, job.DefaultStorageBase, plug)
 	if err == nil {
 		it.to, it.remote, it.tree = r.raw, r, r.dir || f.Directory
 	}

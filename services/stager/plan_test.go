@@ -41,10 +41,10 @@ func TestPlan(t *testing.T) {
 		{DirIn, "sftp://store/base/data/", "data", "data", 4, true, false, false},
 		{DirIn, "http://h/x", "../x", "", 4, false, false, true}, // refused: no local name
 	}
-	if diff := cmp.Diff(wantIn, viewPlan(planIn(job, 3))); diff != "" {
+	if diff := cmp.Diff(wantIn, viewPlan(planIn(job, 3, nil))); diff != "" {
 		t.Errorf("stage-in plan (-want +got):\n%s", diff)
 	}
-	out := func(success bool) []planView { return viewPlan(planOut(job, 3, success)) }
+	out := func(success bool) []planView { return viewPlan(planOut(job, 3, success, nil)) }
 	stdio := []planView{
 		{DirOut, events.StdoutFile, "sftp://store/base/out.txt", events.StdoutFile, 4, false, false, false},
 		{DirOut, events.StdoutFile, "file:///archive/out.txt", events.StdoutFile, 4, false, false, false},
@@ -60,7 +60,7 @@ func TestPlan(t *testing.T) {
 		t.Errorf("stage-out after failure (-want +got):\n%s", diff)
 	}
 	job.MaxTransferAttempts = 0
-	if got := planIn(job, 3)[0].of; got != 3 {
+	if got := planIn(job, 3, nil)[0].of; got != 3 {
 		t.Errorf("default budget: %d", got)
 	}
 }

@@ -75,6 +75,9 @@ type Config struct {
 	Protected []string `yaml:"protected,omitempty"`
 	// SSH is how sftp:// and scp:// URLs are reached (their user@ overrides User).
 	SSH SSHConfig `yaml:"ssh,omitempty"`
+	// Plugins are external transfer commands for URL schemes the stager does not move
+	// itself (gsiftp:// through globus-url-copy); see Plugin for the contract.
+	Plugins []Plugin `yaml:"plugins,omitempty"`
 }
 
 // SSHConfig is how the stager logs in to hosts that sftp:// and scp:// URLs name.
@@ -110,6 +113,9 @@ func (c Config) Validate() error {
 		if err := r.validateTarget(fmt.Sprintf("stager: target_paths[%d]", i)); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := validatePlugins(c.Plugins); err != nil {
+		errs = append(errs, err)
 	}
 	for i, p := range c.Protected {
 		if !filepath.IsAbs(p) {
@@ -208,7 +214,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 	if deps.Jitter == nil {
 		deps.Jitter = halfJitter
 	}
-	s, err := newStager(cfg, deps)
+	s, err := newStager(ctx, cfg, deps)
 	if err != nil {
 		return err
 	}
@@ -253,10 +259,15 @@ type stager struct {
 	http      *httpEndpoint
 	ssh       *sshPools
 	protected []string // resolved paths staging never touches
+	plugins   plugins  // transfer plugins by URL scheme
 }
 
-func newStager(cfg Config, deps Deps) (*stager, error) {
+func newStager(ctx context.Context, cfg Config, deps Deps) (*stager, error) {
 	policy, err := cfg.HTTP.compile()
+	if err != nil {
+		return nil, err
+	}
+	plugs, err := startPlugins(ctx, cfg.Plugins, policy, deps.Resolver)
 	if err != nil {
 		return nil, err
 	}
@@ -265,7 +276,7 @@ func newStager(cfg Config, deps Deps) (*stager, error) {
 		return nil, err
 	}
 	return &stager{cfg: cfg, deps: deps, http: newHTTPEndpoint(policy, cfg.IdleTimeout, roots, deps.Resolver),
-		ssh: newSSHPools(deps.Logger, policy.dialer(&net.Dialer{Timeout: 30 * time.Second}, deps.Resolver)), protected: cfg.protected()}, nil
+		ssh: newSSHPools(deps.Logger, policy.dialer(&net.Dialer{Timeout: 30 * time.Second}, deps.Resolver)), protected: cfg.protected(), plugins: plugs}, nil
 }
 
 // Close releases the stager's connections.
@@ -338,7 +349,7 @@ func (s *stager) stageIn(ctx context.Context, d events.Delivery) error {
 	if err != nil {
 		return err
 	}
-	items := planIn(job, s.cfg.MaxTransferAttempts)
+	items := planIn(job, s.cfg.MaxTransferAttempts, s.plugins.schemes())
 	uses := usesJobDir(items)
 	dd, err := s.openDirs(ctx, st, job, uses, AccessWrite)
 	if errors.Is(err, ErrJobDir) {
@@ -427,7 +438,7 @@ func (s *stager) stageOut(ctx context.Context, d events.Delivery) error {
 		return err
 	}
 	success := st.ExitCode != nil && *st.ExitCode == 0
-	items := planOut(job, s.cfg.MaxTransferAttempts, success)
+	items := planOut(job, s.cfg.MaxTransferAttempts, success, s.plugins.schemes())
 	if len(items) == 0 && len(job.Cleanup) == 0 {
 		return s.finishOut(ctx, st.JobID, events.StagedOutData{OK: true})
 	}

@@ -1,6 +1,7 @@
 package stager
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -184,13 +185,13 @@ func TestSFTPURLsObeyTheNetworkPolicy(t *testing.T) {
 	writeFile(t, filepath.Join(srv.Home, "secret"), "from the gateway's sshd")
 	cfg := sftpConfig(srv)
 	cfg.HTTP = HTTPPolicy{}
-	s, err := newStager(cfg.withDefaults(), Deps{Logger: discard()})
+	s, err := newStager(context.Background(), cfg.withDefaults(), Deps{Logger: discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	for _, u := range []string{"sftp://" + srv.Addr + filepath.Join(srv.Home, "secret"), "scp://root@" + srv.Addr + "/etc/shadow"} {
-		r, err := resolveRemote(u, "")
+		r, err := resolveRemote(u, "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}

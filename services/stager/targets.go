@@ -88,5 +88,8 @@ func (s *stager) remoteEndpoint(ctx context.Context, r remote, who scope) (endpo
 		}
 		return &sftpFS{c: c}, u.Path, nil
 	}
+	if p, ok := s.plugins.byScheme[u.Scheme]; ok {
+		return p, u.String(), nil
+	}
 	return nil, "", fmt.Errorf("%w: %q", ErrScheme, u.Scheme)
 }

@@ -42,8 +42,9 @@ type remote struct {
 }
 
 // resolveRemote turns a job's remote name into a URL: a URL as it is, a plain path
-// against default_storage_base, an absolute plain path as a file on the gateway.
-func resolveRemote(name, base string) (remote, error) {
+// against default_storage_base, an absolute plain path as a file on the gateway. plug
+// holds the schemes the operator's transfer plugins add to the built-in ones.
+func resolveRemote(name, base string, plug schemeSet) (remote, error) {
 	if err := checkName(name, ErrRemote); err != nil {
 		return remote{}, err
 	}
@@ -66,8 +67,8 @@ func resolveRemote(name, base string) (remote, error) {
 		return remote{}, fmt.Errorf("%w: %q: %v", ErrRemote, name, err)
 	}
 	u.Scheme = strings.ToLower(u.Scheme)
-	if !supported(u.Scheme) {
-		return remote{}, fmt.Errorf("%w: %q in %q; supported: %s", ErrScheme, u.Scheme, name, strings.Join(schemes, ", "))
+	if !supported(u.Scheme) && !plug[u.Scheme] {
+		return remote{}, fmt.Errorf("%w: %q in %q; supported: %s", ErrScheme, u.Scheme, name, strings.Join(append(Schemes(), plug.sorted()...), ", "))
 	}
 	if err := checkURL(u); err != nil {
 		return remote{}, fmt.Errorf("%w: %q: %v", ErrRemote, name, err)
@@ -150,7 +151,12 @@ func checkName(name string, kind error) error {
 // local names that leave the job's directory. Absolute cleanup paths pass here: whether
 // the policy lets the stager remove them depends on where the job runs. Ingest calls it
 // at submission.
-func CheckURLs(job events.Job) error {
+func CheckURLs(job events.Job) error { return Config{}.CheckURLs(job) }
+
+// CheckURLs is the package's CheckURLs with the schemes of the config's transfer
+// plugins accepted too.
+func (c Config) CheckURLs(job events.Job) error {
+	plug := pluginSchemes(c.Plugins)
 	var errs []error
 	check := func(field string, err error) {
 		if err != nil {
@@ -159,13 +165,13 @@ func CheckURLs(job events.Job) error {
 	}
 	base := job.DefaultStorageBase
 	if base != "" {
-		if _, err := resolveRemote(base+"/", ""); err != nil {
+		if _, err := resolveRemote(base+"/", "", plug); err != nil {
 			check("default_storage_base", err)
 		}
 	}
 	for i, f := range job.StageIn {
 		field := fmt.Sprintf("stage_in[%d]", i)
-		r, err := resolveRemote(f.From, base)
+		r, err := resolveRemote(f.From, base, plug)
 		check(field+".from", err)
 		if err == nil && (r.dir || f.Directory) && !listable(r.url.Scheme) {
 			check(field+".from", fmt.Errorf("%w: %q: a %s directory cannot be listed", ErrRemote, f.From, r.url.Scheme))
@@ -177,19 +183,19 @@ func CheckURLs(job events.Job) error {
 		field := fmt.Sprintf("stage_out[%d]", i)
 		_, _, err := nodeName(f.From)
 		check(field+".from", err)
-		_, err = resolveRemote(f.To, base)
+		_, err = resolveRemote(f.To, base, plug)
 		check(field+".to", err)
 		check(field+".when", checkWhen(f.When))
 	}
 	if job.Stdin != "" {
-		_, err := resolveRemote(job.Stdin, base)
+		_, err := resolveRemote(job.Stdin, base, plug)
 		check("stdin", err)
 	}
 	for i, s := range job.Stdout {
-		check(fmt.Sprintf("stdout[%d]", i), checkDestination(s, base))
+		check(fmt.Sprintf("stdout[%d]", i), checkDestination(s, base, plug))
 	}
 	for i, s := range job.Stderr {
-		check(fmt.Sprintf("stderr[%d]", i), checkDestination(s, base))
+		check(fmt.Sprintf("stderr[%d]", i), checkDestination(s, base, plug))
 	}
 	for i, c := range job.Cleanup {
 		check(fmt.Sprintf("cleanup[%d]", i), checkCleanup(c))
@@ -215,17 +221,24 @@ func checkWhen(w string) error {
 	return fmt.Errorf("%w: when %q is not always, success or failure", ErrRemote, w)
 }
 
-// listable reports whether a scheme can list a directory for stage-in.
-func listable(scheme string) bool { return scheme != SchemeHTTP && scheme != SchemeHTTPS }
+// listable reports whether a scheme can list a directory for stage-in (a transfer
+// plugin moves single files).
+func listable(scheme string) bool {
+	switch scheme {
+	case SchemeFile, SchemeSFTP, SchemeSCP, SchemeUpload:
+		return true
+	}
+	return false
+}
 
 // checkDestination checks a stdout or stderr destination: a file in the job's directory,
 // or a remote name.
-func checkDestination(dest, base string) error {
+func checkDestination(dest, base string, plug schemeSet) error {
 	if isJobFile(dest, base) {
 		_, err := localName(dest)
 		return err
 	}
-	_, err := resolveRemote(dest, base)
+	_, err := resolveRemote(dest, base, plug)
 	return err
 }
 

@@ -73,7 +73,7 @@ func FuzzCheckURLs(f *testing.F) {
 			return
 		}
 		// What CheckURLs accepts, the stager can plan without refusal.
-		for _, it := range append(planIn(job, 1), planOut(job, 1, true)...) {
+		for _, it := range append(planIn(job, 1, nil), planOut(job, 1, true, nil)...) {
 			if it.err != nil {
 				t.Fatalf("accepted at submission, refused when planned: %v", it.err)
 			}
