@@ -18,7 +18,8 @@ func commands(e *env) []*cobra.Command {
 		}},
 		{groupOffline, []*cobra.Command{normalizeCmd(e), renderCmd(e), profilesCmd(e), replayCmd(e), auditCmd(e), keysCmd(e), benchCmd(e)}},
 		{groupServe, []*cobra.Command{serveCmd(e), serviceCmd(e, "ingest"), serviceCmd(e, "incarnator"),
-			serviceCmd(e, "executor"), serviceCmd(e, "stager"), serviceCmd(e, "watcher"), serviceCmd(e, "readside"), ptpProxyCmd(e)}},
+			serviceCmd(e, "executor"), serviceCmd(e, "stager"), serviceCmd(e, "watcher"), serviceCmd(e, "readside"), ptpProxyCmd(e),
+			transferPluginCmd(e)}},
 	}
 	var all []*cobra.Command
 	for _, g := range groups {

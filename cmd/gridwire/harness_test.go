@@ -57,7 +57,11 @@ func newHarnessWith(t *testing.T, cfg cluster.Config, services ...string) *harne
 	// The harness submits as ingest does, with ingest's key from the services' key
 	// directory, so the log it makes verifies.
 	h.store = h.roleStore(events.RoleIngest)
-	if h.submit, err = ingest.New(ingest.Config{}, ingest.Deps{Store: h.store, Check: vetJob, Keys: ingest.KVKeys{JS: cl.JS}}); err != nil {
+	stg, err := stagerSection(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.submit, err = ingest.New(ingest.Config{}, ingest.Deps{Store: h.store, Check: stg.CheckURLs, Keys: ingest.KVKeys{JS: cl.JS}}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(h.close)

@@ -363,7 +363,7 @@ func (s *system) start(ctx context.Context, g *errgroup.Group, names []string, o
 type starter func(ctx context.Context, g *errgroup.Group, c conn, log *slog.Logger, clusters []cluster.Cluster) error
 
 func (s *system) startIngest(ctx context.Context, g *errgroup.Group, c conn, log *slog.Logger, _ []cluster.Cluster) error {
-	deps := ingest.Deps{Conn: c.nc, Store: c.store, Events: c.store, Auth: s.auth, Logger: log, Now: time.Now, Check: vetJob,
+	deps := ingest.Deps{Conn: c.nc, Store: c.store, Events: c.store, Auth: s.auth, Logger: log, Now: time.Now, Check: s.stager.CheckURLs,
 		Keys: ingest.KVKeys{JS: c.js}}
 	var err error
 	if s.ingest, err = ingest.New(ingest.Config{}, deps); err != nil {
@@ -510,7 +510,9 @@ func (s *system) stagerConfig() stager.Config {
 }
 
 // vetJob is what ingest checks of every parsed job before anything is appended: that
-// the stager can move every file it names (schemes, confinement).
+// the stager can move every file it names (schemes, confinement). The services check with
+// their config's stager section (its transfer plugins add schemes); vetJob is the check
+// with none.
 func vetJob(j events.Job) error { return stager.CheckURLs(j) }
 
 func firstOf(vals ...string) string {
