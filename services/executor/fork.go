@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -105,11 +106,16 @@ func (f *ForkTarget) command(wd, jobID, body string, env []events.EnvVar) (*exec
 	cmd := exec.Command("/bin/sh", "-c", arg)
 	cmd.Dir = wd
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	home := os.Getenv("HOME")
-	if f.RunAs != nil {
-		cmd.SysProcAttr.Credential, home = f.RunAs.Credential, f.RunAs.Home
+	home, logname := os.Getenv("HOME"), ""
+	if u, err := user.Current(); err == nil {
+		logname = u.Username
 	}
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home,
+	if f.RunAs != nil {
+		cmd.SysProcAttr.Credential, home, logname = f.RunAs.Credential, f.RunAs.Home, f.RunAs.User
+	}
+	// LOGNAME, as a login would set it: the JOB script reads the account's name from it
+	// (a profile's USER_NAME) instead of forking id -un for every job.
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "LOGNAME=" + logname,
 		events.VarJobID + "=" + jobID, events.VarWorkDir + "=" + wd}
 	for _, v := range env {
 		cmd.Env = append(cmd.Env, v.Name+"="+v.Value)

@@ -327,3 +327,14 @@ func protectedPaths(paths []string) []string {
 	}
 	return out
 }
+
+// makeExecutable sets a staged file's mode to 0755 (the job's program, staged to an
+// absolute path on a fork cluster's target).
+func (h hostFS) makeExecutable(ctx context.Context, name string) error {
+	root, rel, _, err := h.root(name, AccessWrite)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return root.Chmod(rel, 0o755)
+}

@@ -87,7 +87,8 @@ func inItem(f events.FileCopy, job events.Job, def int, stdio bool, plug schemeS
 	if err == nil && !stdio {
 		it.local, it.abs, it.err = nodeName(f.To)
 	}
-	it.exec = !stdio && !it.tree && it.err == nil && isProgram(job.Executable, it.local)
+	it.exec = !stdio && !it.tree && it.err == nil &&
+		(isProgram(job.Executable, it.local) || it.abs && path.Clean(job.Executable) == it.local)
 	if it.err == nil && it.tree && !listable(r.url.Scheme) {
 		it.err = fmt.Errorf("%w: %q: a %s directory cannot be listed", ErrRemote, f.From, r.url.Scheme)
 	}

@@ -164,7 +164,9 @@ func (r run) attempt(ctx context.Context, it item) (copied, error) {
 	}
 	res, err := c.copyItem(ctx, rem, name, local, it.local, it.tree)
 	if err == nil && it.exec {
-		if err = wd.makeExecutable(ctx, it.local); err != nil {
+		if x, ok := local.(executableMaker); !ok {
+			err = fmt.Errorf("%w: %s cannot be made executable there", ErrTargetPath, it.local)
+		} else if err = x.makeExecutable(ctx, it.local); err != nil {
 			err = fmt.Errorf("making %s executable: %w", it.local, err)
 		}
 	}

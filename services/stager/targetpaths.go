@@ -63,6 +63,11 @@ func (r run) targetEndpoint(want string) (endpoint, error) {
 	return nil, fmt.Errorf("%w: this target cannot reach absolute paths", ErrTargetPath)
 }
 
+// executableMaker is an endpoint that can make a staged file the job's program.
+type executableMaker interface {
+	makeExecutable(ctx context.Context, name string) error
+}
+
 // sftpTargetFS serves absolute names on an ssh cluster's host, each inside a target
 // path open to the job for the access the operation needs.
 type sftpTargetFS struct {
@@ -115,4 +120,12 @@ func (t sftpTargetFS) list(ctx context.Context, dir string) ([]string, error) {
 	names, err := fs.list(ctx, rel)
 	sort.Strings(names)
 	return names, err
+}
+
+func (t sftpTargetFS) makeExecutable(ctx context.Context, name string) error {
+	fs, rel, err := t.within(name, AccessWrite)
+	if err != nil {
+		return err
+	}
+	return fs.makeExecutable(ctx, rel)
 }

@@ -22,7 +22,7 @@ func TestAbsoluteNodePathsWithinTargetPaths(t *testing.T) {
 	writeFile(t, filepath.Join(store, "in.txt"), "input")
 	writeFile(t, filepath.Join(store, "tree", "a", "b.txt"), "tree file")
 
-	id := e.incarnate(events.Job{
+	id := e.incarnate(events.Job{Executable: scratch + "/run/in.txt",
 		StageIn: []events.FileCopy{
 			{From: "file://" + store + "/in.txt", To: scratch + "/run/in.txt"},
 			{From: "file://" + store + "/tree/", To: scratch + "/tree"},
@@ -32,6 +32,12 @@ func TestAbsoluteNodePathsWithinTargetPaths(t *testing.T) {
 	e.waitStatus(id, events.StatusQueued)
 	if got := readFile(t, filepath.Join(scratch, "run", "in.txt")); got != "input" {
 		t.Errorf("absolute input staged as %q", got)
+	}
+	if fi, err := os.Stat(filepath.Join(scratch, "run", "in.txt")); err != nil || fi.Mode().Perm()&0o100 == 0 {
+		t.Errorf("the job's program staged to an absolute path is not executable: %v %v", fi.Mode(), err)
+	}
+	if fi, err := os.Stat(filepath.Join(scratch, "tree", "a", "b.txt")); err != nil || fi.Mode().Perm()&0o100 != 0 {
+		t.Errorf("a file that is not the program was made executable: %v", err)
 	}
 	if got := readFile(t, filepath.Join(scratch, "tree", "a", "b.txt")); got != "tree file" {
 		t.Errorf("absolute directory staged as %q", got)
