@@ -340,7 +340,7 @@ func rawJob(wd string) error {
 
 func benchSystem(ctx context.Context, e *env, o *benchOpts, dir string, services []string) (*system, *errgroup.Group, context.CancelFunc, error) {
 	quiet := &env{getenv: func(string) string { return "" }, stdout: e.stdout, stderr: e.stderr}
-	sys, err := openSystem(ctx, quiet, &busFlags{data: dir, logLevel: "error"}, true)
+	sys, err := openSystem(ctx, quiet, &busFlags{data: dir, logLevel: "error", stateCacheMiB: 256}, true)
 	if err != nil {
 		return nil, nil, nil, err
 	}

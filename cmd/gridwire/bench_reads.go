@@ -226,7 +226,7 @@ func caughtUp(ctx context.Context, js jetstream.JetStream, base string, limit ti
 		select {
 		case <-ctx.Done():
 			return 0, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(500 * time.Millisecond): // a list costs O(jobs): not too often
 		}
 	}
 }

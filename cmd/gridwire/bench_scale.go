@@ -93,7 +93,7 @@ func templateHistory(ctx context.Context, e *env, o *benchOpts, dir string) ([]e
 // predecessor got). It returns up to keep of the new job IDs, picked at random.
 func fillLog(ctx context.Context, e *env, dir string, tmpl []events.Event, n, keep int) ([]string, error) {
 	sys, err := openSystem(ctx, &env{getenv: func(string) string { return "" }, stdout: e.stdout, stderr: e.stderr},
-		&busFlags{data: dir, logLevel: "error"}, true)
+		&busFlags{data: dir, logLevel: "error", stateCacheMiB: 256}, true)
 	if err != nil {
 		return nil, err
 	}

@@ -54,6 +54,8 @@ type busFlags struct {
 	// allowRootJobs lets fork clusters without run_as run jobs as root when gridwire
 	// itself runs as root: the operator's explicit consent (make run gives it).
 	allowRootJobs bool
+	// stateCacheMiB bounds the memory of the process's cache of folded job states.
+	stateCacheMiB int
 }
 
 func (f *busFlags) register(fs *pflag.FlagSet, e *env) {
@@ -75,6 +77,8 @@ func (f *busFlags) register(fs *pflag.FlagSet, e *env) {
 		"directory of this host's event signing keys (one nkey seed per role); default the config's signing.keys_dir, else <data>/keys")
 	fs.BoolVar(&f.allowRootJobs, "allow-root-jobs", e.getenv("GRIDWIRE_ALLOW_ROOT_JOBS") == "1",
 		"when gridwire runs as root, let fork clusters without run_as run jobs as root (default: refuse to start them)")
+	fs.IntVar(&f.stateCacheMiB, "state-cache-mib", 256,
+		"memory for the folded job states this process keeps (least recently used go first; 0: none kept)")
 	if f.data == "" {
 		f.data = e.getenv("GRIDWIRE_DATA")
 	}
@@ -102,6 +106,9 @@ type system struct {
 	ingest   *ingest.Service
 	conns    []*nats.Conn
 	cache    *events.StateCache // shared by every service of this process
+	// cacheBytes bounds the cache (--state-cache-mib): < 0 keeps no state, 0 the
+	// default bound.
+	cacheBytes int64
 	// keys sign what this process's services append; nil until first needed (keyring).
 	keys *keyset
 	// stager is the config's stager section, read and validated when the config is.
@@ -175,7 +182,10 @@ func openSystem(ctx context.Context, e *env, f *busFlags, needBus bool) (*system
 	host, _ := os.Hostname()
 	sys := &system{bus: b, cfg: cfg, data: data, log: log, auth: auth, host: fmt.Sprintf("%s-%d", host, os.Getpid()), stager: stg,
 		protected: []string{data, cfg.Path, f.creds, f.caFile, f.certFile, f.keyFile}, lock: lock, replicas: n,
-		allowRootJobs: f.allowRootJobs}
+		allowRootJobs: f.allowRootJobs, cacheBytes: -1}
+	if f.stateCacheMiB > 0 {
+		sys.cacheBytes = int64(f.stateCacheMiB) << 20
+	}
 	if sys.keys, err = openKeyset(f.keysDir(cfg, data), cfg, log); err != nil {
 		sys.close()
 		return nil, err
@@ -237,7 +247,14 @@ func (s *system) connectFor(service, clusterName string) (conn, error) {
 	}
 	s.conns = append(s.conns, nc)
 	if s.cache == nil {
-		s.cache = events.NewStateCache(1 << 16)
+		switch {
+		case s.cacheBytes < 0:
+			s.cache = events.NewStateCache(0) // --state-cache-mib 0: no state kept
+		case s.cacheBytes == 0:
+			s.cache = events.NewBoundedStateCache(1<<16, 256<<20)
+		default:
+			s.cache = events.NewBoundedStateCache(1<<16, s.cacheBytes)
+		}
 	}
 	c := conn{nc: nc, js: js}
 	if c.store, err = s.store(c, service, clusterName); err != nil {
