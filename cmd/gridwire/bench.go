@@ -110,35 +110,36 @@ func benchCmd(e *env) *cobra.Command {
 // benchResult is every figure one run measured; a zero figure was not measured in this
 // mode.
 type benchResult struct {
-	CPUs             int      `json:"cpus"`
-	Load             string   `json:"load"` // /proc/loadavg at the start and at the end
-	RawSpawnPerSec   float64  `json:"raw_spawn_per_sec,omitempty"`
-	RawJobPerSec     float64  `json:"raw_job_per_sec,omitempty"`
-	PipelinePerSec   float64  `json:"pipeline_jobs_per_sec,omitempty"`
-	PipelineRatio    float64  `json:"pipeline_vs_raw_job,omitempty"`
-	CPUPerJobMicros  float64  `json:"gridwire_cpu_per_job_us,omitempty"`
-	ChildCPUPerJob   float64  `json:"children_cpu_per_job_us,omitempty"`
-	LatencyP50Millis float64  `json:"latency_p50_ms,omitempty"`
-	LatencyP99Millis float64  `json:"latency_p99_ms,omitempty"`
-	RawJobP50Millis  float64  `json:"raw_job_p50_ms,omitempty"`
-	RawJobP99Millis  float64  `json:"raw_job_p99_ms,omitempty"`
-	SubmitPerSec     float64  `json:"durable_submit_per_sec,omitempty"`
-	BulkSubmitPerSec float64  `json:"bulk_submit_per_sec,omitempty"`
-	RawAppendPerSec  float64  `json:"raw_append_per_sec,omitempty"`
-	ReplayPerSec     float64  `json:"replay_events_per_sec,omitempty"`
-	RawConsumePerSec float64  `json:"raw_consume_events_per_sec,omitempty"`
-	ReplayEvents     uint64   `json:"replay_events,omitempty"`
-	Reads            reads    `json:"reads"`
-	RSSMiB           float64  `json:"rss_mib,omitempty"`
-	HeapMiB          float64  `json:"heap_mib,omitempty"`
-	LogJobs          int      `json:"log_jobs"`
-	LogEvents        uint64   `json:"log_events"`
-	FillSeconds      float64  `json:"fill_seconds,omitempty"`
-	CatchUpSeconds   float64  `json:"catch_up_seconds,omitempty"`
-	Jobs             int      `json:"jobs"`
-	SubmitJobs       int      `json:"submit_jobs"`
-	LatencyJobs      int      `json:"latency_jobs"`
-	Skipped          []string `json:"skipped,omitempty"`
+	CPUs             int       `json:"cpus"`
+	Load             string    `json:"load"` // /proc/loadavg at the start and at the end
+	RawSpawnPerSec   float64   `json:"raw_spawn_per_sec,omitempty"`
+	RawJobPerSec     float64   `json:"raw_job_per_sec,omitempty"`
+	PipelinePerSec   float64   `json:"pipeline_jobs_per_sec,omitempty"`
+	PipelineRatio    float64   `json:"pipeline_vs_raw_job,omitempty"`
+	CPUPerJobMicros  float64   `json:"gridwire_cpu_per_job_us,omitempty"`
+	ChildCPUPerJob   float64   `json:"children_cpu_per_job_us,omitempty"`
+	LatencyP50Millis float64   `json:"latency_p50_ms,omitempty"`
+	LatencyP99Millis float64   `json:"latency_p99_ms,omitempty"`
+	RawJobP50Millis  float64   `json:"raw_job_p50_ms,omitempty"`
+	RawJobP99Millis  float64   `json:"raw_job_p99_ms,omitempty"`
+	SubmitPerSec     float64   `json:"durable_submit_per_sec,omitempty"`
+	BulkSubmitPerSec float64   `json:"bulk_submit_per_sec,omitempty"`
+	RawAppendPerSec  float64   `json:"raw_append_per_sec,omitempty"`
+	ReplayPerSec     float64   `json:"replay_events_per_sec,omitempty"`
+	RawConsumePerSec float64   `json:"raw_consume_events_per_sec,omitempty"`
+	ReplayEvents     uint64    `json:"replay_events,omitempty"`
+	Reads            reads     `json:"reads"`
+	Ops              opsPerJob `json:"jetstream_per_job"`
+	RSSMiB           float64   `json:"rss_mib,omitempty"`
+	HeapMiB          float64   `json:"heap_mib,omitempty"`
+	LogJobs          int       `json:"log_jobs"`
+	LogEvents        uint64    `json:"log_events"`
+	FillSeconds      float64   `json:"fill_seconds,omitempty"`
+	CatchUpSeconds   float64   `json:"catch_up_seconds,omitempty"`
+	Jobs             int       `json:"jobs"`
+	SubmitJobs       int       `json:"submit_jobs"`
+	LatencyJobs      int       `json:"latency_jobs"`
+	Skipped          []string  `json:"skipped,omitempty"`
 }
 
 // reads are latencies of job reads through the HTTP API, and of the yardstick: one
@@ -163,6 +164,8 @@ func (r benchResult) print(e *env) {
 			fmt.Sprintf("raw job %.0f/s (spawn %.0f/s)", r.RawJobPerSec, r.RawSpawnPerSec), ">= 0.8x "+met(r.PipelineRatio >= 0.8))
 		row("gridwire CPU per fork job", fmt.Sprintf("%.0f us", r.CPUPerJobMicros),
 			fmt.Sprintf("the job's processes %.0f us", r.ChildCPUPerJob), "<= 500 us "+met(r.CPUPerJobMicros <= 500))
+		fmt.Fprintf(w, "  JetStream per job: %.1f events stored, %.1f consumer deliveries, %.1f API requests, %.1f KV writes\n",
+			r.Ops.Stored, r.Ops.Delivered, r.Ops.API, r.Ops.KV)
 		row("idle submit->SUCCEEDED p50 / p99", fmt.Sprintf("%.2f / %.2f ms", r.LatencyP50Millis, r.LatencyP99Millis),
 			fmt.Sprintf("raw job alone %.2f / %.2f ms", r.RawJobP50Millis, r.RawJobP99Millis),
 			"<= 2.5 / 8 ms "+met(r.LatencyP50Millis <= 2.5 && r.LatencyP99Millis <= 8))
@@ -527,6 +530,10 @@ func benchPipeline(ctx context.Context, e *env, dir string, o *benchOpts, r *ben
 	_ = sub.SetPendingLimits(-1, -1)
 
 	// Throughput: everything at once.
+	ops0, err := countJS(ctx, sys.bus.JS)
+	if err != nil {
+		return err
+	}
 	self0, child0 := cpuTimes()
 	start := time.Now()
 	_, ids, err := submitManyIDs(ctx, sys.ingest, o.jobs, 16)
@@ -544,6 +551,11 @@ func benchPipeline(ctx context.Context, e *env, dir string, o *benchOpts, r *ben
 	}
 	r.PipelinePerSec = float64(o.jobs) / time.Since(start).Seconds()
 	self1, child1 := cpuTimes()
+	ops1, err := countJS(ctx, sys.bus.JS)
+	if err != nil {
+		return err
+	}
+	r.Ops = perJob(ops0, ops1, o.jobs)
 	r.CPUPerJobMicros = float64((self1 - self0).Microseconds()) / float64(o.jobs)
 	r.ChildCPUPerJob = float64((child1 - child0).Microseconds()) / float64(o.jobs)
 	if f := ends.failures(); f > 0 {

@@ -230,3 +230,52 @@ func caughtUp(ctx context.Context, js jetstream.JetStream, base string, limit ti
 		}
 	}
 }
+
+// jsCounts are cumulative JetStream counters of the account: API requests (creating
+// consumers, pulls, stream and consumer info, ...), messages stored in JOBS and in every
+// other stream (the KV buckets: projection rows, idempotency keys), and messages
+// delivered to JOBS's durable consumers.
+type jsCounts struct {
+	API, Stored, KV, Delivered uint64
+}
+
+func countJS(ctx context.Context, js jetstream.JetStream) (jsCounts, error) {
+	var c jsCounts
+	ai, err := js.AccountInfo(ctx)
+	if err != nil {
+		return c, err
+	}
+	c.API = ai.API.Total
+	for name := range js.StreamNames(ctx).Name() {
+		s, err := js.Stream(ctx, name)
+		if err != nil {
+			return c, err
+		}
+		if name != events.Stream {
+			c.KV += s.CachedInfo().State.Msgs
+			continue
+		}
+		c.Stored = s.CachedInfo().State.Msgs
+		for ci := range s.ListConsumers(ctx).Info() {
+			if ci.Config.Durable != "" {
+				c.Delivered += ci.Delivered.Consumer
+			}
+		}
+	}
+	return c, nil
+}
+
+// perJob is the counters' growth between a and b, per job.
+func perJob(a, b jsCounts, jobs int) opsPerJob {
+	n := float64(jobs)
+	return opsPerJob{API: float64(b.API-a.API) / n, Stored: float64(b.Stored-a.Stored) / n,
+		KV: float64(b.KV-a.KV) / n, Delivered: float64(b.Delivered-a.Delivered) / n}
+}
+
+// opsPerJob is what JetStream did per job of the pipeline run.
+type opsPerJob struct {
+	API       float64 `json:"api_requests"`
+	Stored    float64 `json:"events_stored"`
+	KV        float64 `json:"kv_writes"`
+	Delivered float64 `json:"consumer_deliveries"`
+}
