@@ -44,6 +44,8 @@ type target struct {
 	statics map[string]staticScript
 	// scripts that depend on no job value, rendered once (by script name).
 	fixed map[string]events.Script
+	// storages, when no storage path depends on the job, rendered once.
+	storages *storagePaths
 }
 
 type staticScript struct {

@@ -56,9 +56,10 @@ type renderCtx struct {
 	reserved map[string]bool
 	// jobDependent is set when a probe render needed a job value.
 	jobDependent bool
-	// storages are the job's storage paths as shell text, by name; storing marks the
-	// storage being rendered (a storage template naming another storage is refused).
-	storages map[string]string
+	// storages are the job's storage paths and wd its working directory (USPACE);
+	// storing marks a storage being rendered (one naming another storage is refused).
+	storages *storagePaths
+	wd       string
 	storing  bool
 }
 
@@ -238,6 +239,9 @@ func (t *target) prepare() error {
 		}
 		t.statics[cs.template+"/"+cs.variation] = st
 	}
+	if err := t.prepareStorages(); err != nil {
+		return err
+	}
 	for _, cs := range controlScripts {
 		c := &renderCtx{t: t}
 		body, err := c.control(cs.template, cs.variation)
@@ -319,7 +323,7 @@ func (t *target) render(job *events.Job, attempt int, setHash string) (events.In
 		return inc, err
 	}
 	c.reserved = reserved
-	if inc.Storages, err = c.renderStorages(wd); err != nil {
+	if inc.Storages, err = c.jobStorages(wd); err != nil {
 		return inc, err
 	}
 	body, err := c.jobScript(wd, vars, setHash)

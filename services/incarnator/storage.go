@@ -23,12 +23,34 @@ const uspace = "USPACE"
 // storageEnvPrefix starts the environment variable a storage's path is exported as.
 const storageEnvPrefix = "GPE_STORAGE_"
 
-// renderStorages renders each storage's path for the job into c.storages (shell text,
-// for the JOB script and <STORAGE:NAME>), and returns the paths that are plain words —
-// no value only the target knows, nothing the shell would change — for the incarnation.
-func (c *renderCtx) renderStorages(wd string) (map[string]string, error) {
-	c.storages = map[string]string{}
-	known := map[string]string{}
+// storagePaths are the profile's storage paths for a job: as shell text (for the JOB
+// script and <STORAGE:NAME>), as plain paths where they are plain words — no value
+// only the target knows, nothing the shell would change — for the incarnation, and the
+// JOB script's export lines. USPACE, the job's own directory, is added per job.
+type storagePaths struct {
+	text   map[string]string
+	known  map[string]string
+	export []byte
+}
+
+// prepareStorages renders the storages once when no path depends on the job (a job
+// value or a user profile field): most profiles' are the same for every job.
+func (t *target) prepareStorages() error {
+	c := &renderCtx{t: t}
+	sp, err := c.renderStorages()
+	if c.jobDependent {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	t.storages = sp
+	return nil
+}
+
+// renderStorages renders each of the profile's storages.
+func (c *renderCtx) renderStorages() (*storagePaths, error) {
+	sp := &storagePaths{text: map[string]string{}, known: map[string]string{}}
 	c.storing = true
 	defer func() { c.storing = false }()
 	for _, st := range c.t.prof.Storages {
@@ -42,13 +64,31 @@ func (c *renderCtx) renderStorages(wd string) (map[string]string, error) {
 			return nil, fmt.Errorf("rendering storage %s: %w", st.Name, err)
 		}
 		text := strings.TrimSpace(string(out))
-		c.storages[st.Name] = text
+		sp.text[st.Name] = text
 		if text != "" && shellquote.Quote(text) == text {
-			known[st.Name] = text
+			sp.known[st.Name] = text
 		}
 	}
-	if _, ok := c.storages[uspace]; !ok {
-		c.storages[uspace] = shellquote.Quote(wd)
+	for _, name := range slices.Sorted(maps.Keys(sp.text)) {
+		sp.export = exportLine(sp.export, name, sp.text[name])
+	}
+	return sp, nil
+}
+
+// jobStorages sets the job's storages (the target's, rendered once, or the job's own)
+// and returns the paths the incarnation records.
+func (c *renderCtx) jobStorages(wd string) (map[string]string, error) {
+	sp := c.t.storages
+	if sp == nil {
+		var err error
+		if sp, err = c.renderStorages(); err != nil {
+			return nil, err
+		}
+	}
+	c.storages, c.wd = sp, wd
+	known := make(map[string]string, len(sp.known)+1)
+	maps.Copy(known, sp.known)
+	if _, ok := sp.text[uspace]; !ok {
 		known[uspace] = wd
 	}
 	return known, nil
@@ -61,20 +101,34 @@ func (c *renderCtx) storage(name string) (profile.Value, bool) {
 		c.jobDependent = true
 		return profile.Value{Text: "/"}, true
 	}
-	text, ok := c.storages[name]
-	if !ok || c.storing {
+	if c.storing || c.storages == nil {
 		return profile.Value{}, false
 	}
-	return profile.Value{Text: text, Trusted: true}, true
+	if text, ok := c.storages.text[name]; ok {
+		return profile.Value{Text: text, Trusted: true}, true
+	}
+	if name == uspace {
+		return profile.Value{Text: shellquote.Quote(c.wd), Trusted: true}, true
+	}
+	return profile.Value{}, false
 }
 
-// exportStorages writes GPE_STORAGE_<NAME>=<path> for every storage, in name order.
+// exportStorages writes GPE_STORAGE_<NAME>=<path> for every storage, then USPACE's
+// unless the profile defines it.
 func (c *renderCtx) exportStorages(b []byte) []byte {
-	for _, name := range slices.Sorted(maps.Keys(c.storages)) {
-		v := storageEnvPrefix + envName(name)
-		b = append(b, v+"="+c.storages[name]+"\nexport "+v+"\n"...)
+	if c.storages == nil {
+		return b
+	}
+	b = append(b, c.storages.export...)
+	if _, ok := c.storages.text[uspace]; !ok {
+		b = exportLine(b, uspace, shellquote.Quote(c.wd))
 	}
 	return b
+}
+
+func exportLine(b []byte, name, text string) []byte {
+	v := storageEnvPrefix + envName(name)
+	return append(b, v+"="+text+"\nexport "+v+"\n"...)
 }
 
 // envName makes a storage name a shell name: every other character becomes '_'.
