@@ -10,6 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +26,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
+	"github.com/gridwire/gridwire/pkg/shellquote"
 	"github.com/gridwire/gridwire/pkg/sshx"
 	"github.com/gridwire/gridwire/pkg/sshx/sshtest"
 )
@@ -135,6 +139,50 @@ func TestOpenSSH(t *testing.T) {
 
 	if got := run(t, c, "true"); got.ExitCode != 0 {
 		t.Fatal("connection unusable after the subtests")
+	}
+}
+
+// A remote forward carries connections made on the host's loopback back to a service
+// here (ssh -R), as tasks on SSH hosts reach the gateway; a second call returns the
+// same address, and the connection that replaces a lost one asks for the same port.
+func TestOpenSSHForward(t *testing.T) {
+	s := startSSHD(t)
+	pool := s.pool(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "here %s", r.URL.Path)
+	}))
+	t.Cleanup(srv.Close)
+	dial := func(ctx context.Context) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", srv.Listener.Addr().String())
+	}
+	c := client(t, pool, s.Addr)
+	addr, err := c.Forward(testCtx(t), dial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := c.Forward(testCtx(t), dial); err != nil || again != addr {
+		t.Fatalf("a second Forward: %q, %v; want %q", again, err, addr)
+	}
+	if !strings.HasPrefix(addr, "127.0.0.1:") || addr == srv.Listener.Addr().String() {
+		t.Fatalf("forwarded to %q", addr)
+	}
+	get := "exec 3<>/dev/tcp/127.0.0.1/" + strings.TrimPrefix(addr, "127.0.0.1:") +
+		" && printf 'GET /p HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3"
+	if res := run(t, c, "bash -c "+shellquote.Quote(get)); !strings.Contains(string(res.Stdout), "here /p") {
+		t.Fatalf("through the forward: %q %q", res.Stdout, res.Stderr)
+	}
+	// The connection dies (its sshd process is killed); the replacement forwards the
+	// same port.
+	_, _ = c.Run(testCtx(t), "kill $PPID", nil)
+	waitDone(t, c)
+	c2 := client(t, pool, s.Addr)
+	addr2, err := c2.Forward(testCtx(t), dial)
+	if err != nil || addr2 != addr {
+		t.Fatalf("after a reconnect: %q, %v; want %q again", addr2, err, addr)
+	}
+	if res := run(t, c2, "bash -c "+shellquote.Quote(get)); !strings.Contains(string(res.Stdout), "here /p") {
+		t.Fatalf("through the forward after a reconnect: %q %q", res.Stdout, res.Stderr)
 	}
 }
 
