@@ -1,0 +1,138 @@
+//go:build e2e
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/sshx/sshtest"
+)
+
+// twoSSHHosts starts two real sshd on loopback ports that take the same client key, and
+// returns a config with one ssh cluster of both hosts (known_hosts holds both keys).
+func twoSSHHosts(t *testing.T) (cfgPath string, work string) {
+	t.Helper()
+	a := sshtest.StartOpenSSH(t)
+	// sshd keeps the first value of a keyword: the second host takes the first's key.
+	b := sshtest.StartOpenSSH(t, "AuthorizedKeysFile "+filepath.Join(filepath.Dir(a.Dir), "authorized_keys"))
+	known := filepath.Join(t.TempDir(), "known_hosts")
+	var both []byte
+	for _, f := range []string{a.KnownHostsFile, b.KnownHostsFile} {
+		k, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		both = append(both, k...)
+	}
+	if err := os.WriteFile(known, both, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := "clusters:\n  - name: remote\n    kind: ssh\n    hosts: [" + a.Addr + ", " + b.Addr + "]\n    user: " + a.User +
+		"\n    identity: " + a.ClientKeyFile + "\n    known_hosts: " + known + "\n    profile: fork\n    lrms: Fork\n    work_root: " + a.Dir + "\n"
+	return writeFile(t, t.TempDir(), "gridwire.yaml", cfg), a.Dir
+}
+
+// sharedDir is a directory the SSH login user can write in and this test can read.
+func sharedDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "gw-e2e-props-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// Over real sshd: a writer task on an SSH host sets a property with `gridwire property
+// put` (its value: the address it was given), a reader task waits for it with `gridwire
+// property watch --once`. Both reach the gateway through a loopback port on their host
+// forwarded over the executor's connection, not through the gateway's own listener; no
+// credential is in the log.
+func TestE2EPropertiesOverSSH(t *testing.T) {
+	cfg, _ := twoSSHHosts(t)
+	shared := sharedDir(t)
+	bin := filepath.Join(shared, "gridwire")
+	if err := os.Rename(buildBinary(t), bin); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	server := serveCLI(t, "--config", cfg)
+	topo := writeFile(t, t.TempDir(), "props.xml", `<topology name="remote-props">
+  <property name="peer"/>
+  <property name="nobody"/>
+  <decltask name="server">
+    <exe>/bin/sh -c '`+bin+` property put peer "$GRIDWIRE_PROPERTY_URL" &amp;&amp; ! `+bin+` property put nobody x 2> `+shared+`/refused'</exe>
+    <properties><name access="write">peer</name></properties>
+  </decltask>
+  <decltask name="client">
+    <exe>/bin/sh -c '`+bin+` property watch --once peer > `+shared+`/got.tmp &amp;&amp; mv `+shared+`/got.tmp `+shared+`/got'</exe>
+    <properties><name access="read">peer</name></properties>
+  </decltask>
+  <main name="main"><task>server</task><task>client</task></main>
+</topology>`)
+	ctx := context.Background()
+	out, errOut, err := runCLI(ctx, "submit", "--server", server, topo)
+	if err != nil {
+		t.Fatalf("submit: %v %s", err, errOut)
+	}
+	session := strings.Fields(out)[0]
+	got := waitContent(t, filepath.Join(shared, "got"))
+	u, err := url.Parse(got)
+	if err != nil {
+		t.Fatalf("the reader got %q", got)
+	}
+	gateway, _ := url.Parse(server)
+	host, port, _ := net.SplitHostPort(u.Host)
+	if host != "127.0.0.1" || port == gateway.Port() {
+		t.Fatalf("the writer was given %q: want a forwarded loopback port, not the gateway's %s", got, gateway.Host)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		out, _, _ := runCLI(ctx, "status", "--json", "--server", server, session)
+		var v jobView
+		if json.Unmarshal([]byte(out), &v) == nil && v.Status == string(events.StatusSucceeded) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the session did not succeed: %s", out)
+		}
+	}
+	// The writer has ended, so its refused write's message is whole.
+	if refused := waitContent(t, filepath.Join(shared, "refused")); !strings.Contains(refused, "does not declare it") {
+		t.Fatalf("an undeclared write: %q", refused)
+	}
+	out, _, err = runCLI(ctx, "history", "--json", "--server", server, session)
+	if err != nil || !strings.Contains(out, "property_set") {
+		t.Fatalf("the session's history (%v):\n%s", err, out)
+	}
+	list, _, _ := runCLI(ctx, "list", "--json", "--server", server)
+	checked := 0
+	for _, id := range strings.Fields(strings.NewReplacer("\"", " ", ",", " ").Replace(list)) {
+		if !events.ValidJobID(id) || len(id) != 26 {
+			continue
+		}
+		h, _, _ := runCLI(ctx, "history", "--json", "--server", server, id)
+		if strings.Contains(h, "gwt1.") {
+			t.Fatalf("a task credential is in the history of %s", id)
+		}
+		if strings.Contains(h, "incarnated") {
+			checked++
+		}
+	}
+	if checked != 2 {
+		t.Fatalf("looked for credentials in %d task histories with rendered scripts, want 2:\n%s", checked, list)
+	}
+}
