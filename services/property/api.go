@@ -277,10 +277,10 @@ func (s *Service) watch(w http.ResponseWriter, r *http.Request, f filter) {
 }
 
 func writeEvent(w io.Writer, en Entry) error {
-	b, err := jsonLine(valueOf(en))
+	b, err := en.sse()
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "id: %d\nevent: property\ndata: %s\n\n", en.Seq, b)
+	_, err = w.Write(b)
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gridwire/gridwire/events"
@@ -22,6 +23,34 @@ type Entry struct {
 	events.PropertySetData
 	Seq  uint64    `json:"seq"`  // stream sequence of the property_set that set it
 	Time time.Time `json:"time"` // when it was set
+
+	// event is the entry's SSE event, encoded once for every task it is sent to (set
+	// by the hub; nil on an entry read otherwise).
+	event *sseEvent
+}
+
+// sseEvent is an entry as a server-sent event, encoded on first use.
+type sseEvent struct {
+	once sync.Once
+	b    []byte
+	err  error
+}
+
+// sse returns the entry's server-sent event.
+func (en Entry) sse() ([]byte, error) {
+	if en.event == nil {
+		return encodeSSE(en)
+	}
+	en.event.once.Do(func() { en.event.b, en.event.err = encodeSSE(en) })
+	return en.event.b, en.event.err
+}
+
+func encodeSSE(en Entry) ([]byte, error) {
+	b, err := json.Marshal(valueOf(en))
+	if err != nil {
+		return nil, err
+	}
+	return fmt.Appendf(nil, "id: %d\nevent: property\ndata: %s\n\n", en.Seq, b), nil
 }
 
 // Meta is the projection's stamp.
@@ -71,6 +100,3 @@ func decodeEntry(b []byte) (Entry, error) {
 	err := json.Unmarshal(b, &en)
 	return en, err
 }
-
-// jsonLine is v as compact JSON: one line, as an SSE data field needs.
-func jsonLine(v any) ([]byte, error) { return json.Marshal(v) }

@@ -98,6 +98,7 @@ func (h *hub) publish(key string, en Entry) {
 	if old, ok := m[key]; ok && old.Seq >= en.Seq {
 		return
 	}
+	en.event = &sseEvent{}
 	m[key] = en
 	close(h.changed)
 	h.changed = make(chan struct{})

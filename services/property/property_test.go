@@ -22,7 +22,7 @@ import (
 // env is a real embedded JetStream with the log, the service running, and its API on a
 // real HTTP server.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	js    jetstream.JetStream
 	store *events.Store
 	key   taskcred.Key
@@ -30,7 +30,7 @@ type env struct {
 	srv   *httptest.Server
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	b, err := bus.Open(context.Background(), bus.Config{DataDir: t.TempDir()})
 	if err != nil {
