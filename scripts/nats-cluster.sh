@@ -3,8 +3,8 @@
 # gridwire: one <node>.conf per server (client TLS, JetStream with sync_interval: always,
 # routes over TLS with verified certificates on both ends) and accounts.conf (one account
 # GRIDWIRE with one user per role: operator, gateway, ingest, incarnator, stager, one
-# executor user per gridwire cluster, watcher, reader; see docs/cluster.md for what each
-# may do). Unless --no-secrets, it also makes a private CA, a certificate per node (valid
+# executor user per gridwire cluster, watcher, readside, reader; see docs/cluster.md for
+# what each may do). Unless --no-secrets, it also makes a private CA, a certificate per node (valid
 # for the node's host and for clients and routes alike) and a random password per role in
 # nats.env; the private keys and nats.env are written 0600 and must never be committed.
 #
@@ -50,7 +50,7 @@ for c in "${cluster_list[@]}"; do
 done
 read -r -a node_list <<<"$nodes"
 [ "${#node_list[@]}" -ge 3 ] || { echo "nats-cluster: --nodes: a cluster needs at least three nodes" >&2; exit 2; }
-roles=(operator gateway ingest incarnator stager watcher reader sys)
+roles=(operator gateway ingest incarnator stager watcher readside reader sys)
 for c in "${cluster_list[@]}"; do roles+=("executor-$c"); done
 
 # --- accounts.conf ---------------------------------------------------------------------
@@ -84,8 +84,9 @@ durable() { # durable NAME [FILTER]: one durable pull consumer of JOBS, its filt
   printf '%s\n' "\$JS.API.CONSUMER.INFO.JOBS.$n" "\$JS.API.CONSUMER.MSG.NEXT.JOBS.$n" "\$JS.ACK.JOBS.$n.>"
 }
 events_of() { local route="$1"; shift; for e in "$@"; do printf 'jobs.*.%s.%s\n' "$e" "$route"; done; }
-perms() { # perms USER PUBLISH-LINES [SUBSCRIBE-SUBJECTS] [DENY-LINES]: one user, its password from the environment
-  local user="$1" pub="$2" subs="${3:-}" deny="${4:-}"
+perms() { # perms USER PUBLISH-LINES [SUBSCRIBE-SUBJECTS] [DENY-LINES] [responds]: one user, its password from
+  # the environment; "responds" lets it answer the requests it receives (ingest's request subjects)
+  local user="$1" pub="$2" subs="${3:-}" deny="${4:-}" responds="${5:-}"
   local -a p s d
   mapfile -t p < <(printf '%s\n' "$pub" | sed '/^$/d')
   mapfile -t s < <(printf '%s\n' '_INBOX.>' $subs | sed '/^$/d')
@@ -96,12 +97,16 @@ perms() { # perms USER PUBLISH-LINES [SUBSCRIBE-SUBJECTS] [DENY-LINES]: one user
   else
     printf '          publish: { allow: [%s] }\n' "$(list "${p[@]}")"
   fi
-  printf '          subscribe: { allow: [%s] } } }\n' "$(list "${s[@]}")"
+  if [ "$responds" = responds ]; then
+    printf '          subscribe: { allow: [%s] }\n          allow_responses: true } }\n' "$(list "${s[@]}")"
+  else
+    printf '          subscribe: { allow: [%s] } } }\n' "$(list "${s[@]}")"
+  fi
 }
 # Readers create ordered consumers under names of their own; they must not create, change,
 # pull from or delete the durable consumers the services share (taking another role's work).
 durables_except() { # durables_except [OWN...]: deny lines for every service durable but OWN
-  local -a all=(incarnator stager-in stager-out watcher-end)
+  local -a all=(incarnator stager-in stager-out watcher-end watcher-groups watcher-group-requests watcher-restarts)
   for c in "${cluster_list[@]}"; do all+=("watcher-$c" "executor-$c" "executor-control-$c"); done
   for d in "${all[@]}"; do
     local own=0
@@ -125,18 +130,34 @@ lines() { printf '%s\n' "$@"; }
   perms gateway "$(lines "${read_api[@]}" "${ordered[@]}" 'jobs.>' 'gridwire.>' '$JS.API.STREAM.CREATE.JOBS' \
     '$JS.API.STREAM.UPDATE.JOBS' '$JS.API.CONSUMER.CREATE.JOBS.>' '$JS.API.CONSUMER.MSG.NEXT.JOBS.*' \
     '$JS.ACK.JOBS.>'; kv gridwire-jobs write; kv gridwire-watch write; kv gridwire-idempotency write
-    obj gridwire-uploads write)" 'gridwire.>'
-  perms ingest "$(lines "${read_api[@]}" 'jobs.*.submitted._' 'jobs.*.cancel_requested.*' 'jobs.*.hold_requested.*' \
-    'jobs.*.resume_requested.*'; kv gridwire-idempotency write; obj gridwire-uploads write)" 'gridwire.api.submit'
-  perms incarnator "$(lines "${read_api[@]}"; events_of '*' incarnated failed cancelled; durable incarnator 'jobs.*.submitted.*')"
-  perms stager "$(lines "${read_api[@]}"; events_of '*' staging_in transfer queued staged_out failed cancelled
+    kv gridwire-secrets write; kv gridwire-properties write; obj gridwire-uploads write)" 'gridwire.>'
+  # Ingest submits (a group's parent to the route "group") and records external facts,
+  # never routed to a cluster.
+  perms ingest "$(lines "${read_api[@]}" 'jobs.*.submitted._' 'jobs.*.submitted.group' 'jobs.*.cancel_requested.*' \
+    'jobs.*.hold_requested.*' 'jobs.*.resume_requested.*'; kv gridwire-idempotency write; obj gridwire-uploads write)" \
+    'gridwire.api.submit gridwire.api.events' "" responds
+  # The end of a job a service decides before it runs (failed, cancelled) is unrouted;
+  # which job's it may be the signature's rights decide (docs/security.md). The
+  # incarnator's durable reads submitted and restarted events: pinned by name only.
+  perms incarnator "$(lines "${read_api[@]}"; events_of '_' incarnated failed cancelled; durable incarnator)"
+  perms stager "$(lines "${read_api[@]}"; events_of '_' staging_in transfer failed cancelled; events_of '*' queued staged_out
     durable stager-in 'jobs.*.incarnated.*'; durable stager-out 'jobs.*.exited.*'; obj gridwire-uploads)"
   perms watcher "$(lines "${read_api[@]}" "${ordered[@]}" 'gridwire.api.events'
-    events_of '*' status_changed status_unknown status_known exited succeeded failed cancelled
+    events_of '*' status_changed status_unknown status_known exited succeeded failed cancelled restarted \
+      cancel_requested hold_requested resume_requested
     for c in "${cluster_list[@]}"; do durable "watcher-$c" "jobs.*.started.$c"; done
     durable watcher-end 'jobs.*.staged_out.*'
+    durable watcher-restarts 'jobs.*.failed.*'
+    # The group consumers have several filters each: a permission can pin their names only.
+    durable watcher-groups; durable watcher-group-requests
     kv gridwire-jobs write; kv gridwire-watch write)" 'gridwire.hint.> gridwire.api.events' \
-    "$(durables_except watcher-end $(for c in "${cluster_list[@]}"; do echo "watcher-$c"; done))"
+    "$(durables_except watcher-end watcher-groups watcher-group-requests watcher-restarts $(for c in "${cluster_list[@]}"; do echo "watcher-$c"; done))"
+  # The read side alone (gridwire readside): reads the log, keeps the job table, the
+  # PTP element IDs and the DDS properties' view, and records what tasks set (property_set,
+  # unrouted, signed as ingest) after checking their credentials (the secrets bucket).
+  perms readside "$(lines "${read_api[@]}" "${ordered[@]}" 'jobs.*.property_set._'; kv gridwire-jobs write
+    kv gridwire-watch; kv gridwire-ptp-ids write; kv gridwire-properties write; kv gridwire-secrets write)" "" \
+    "$(durables_except)"
   perms reader "$(lines "${read_api[@]}" "${ordered[@]}"; kv gridwire-jobs; kv gridwire-watch)" "" "$(durables_except)"
   for c in "${cluster_list[@]}"; do
     perms "executor-$c" "$(lines "${read_api[@]}"; events_of "$c" started held resumed action_failed cancelled

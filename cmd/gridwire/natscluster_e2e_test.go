@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -199,6 +200,7 @@ func (c *natsCluster) gridwire(bin, user string, args ...string) *exec.Cmd {
 type gateway struct {
 	cmd  *exec.Cmd
 	http string
+	data string // its data directory; its role keys are in keys/
 	done chan struct{}
 }
 
@@ -216,7 +218,7 @@ func (c *natsCluster) serve(t *testing.T, bin string) *gateway {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	g := &gateway{cmd: cmd, http: "http://" + addr, done: make(chan struct{})}
+	g := &gateway{cmd: cmd, http: "http://" + addr, data: data, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); logf.Close(); close(g.done) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -363,9 +365,20 @@ func TestE2ENATSClusterServe(t *testing.T) {
 	bin := buildBinary(t)
 	g := c.serve(t, bin)
 	// Beside the gateway's own executor, one that runs as the local cluster's executor
-	// role: it shares the work, so its permissions must let it do all of its part.
+	// role: it shares the work, so its permissions must let it do all of its part. It
+	// signs with a key for the local cluster only, made as an operator would and listed
+	// in the config the audit reads.
+	xkeys := t.TempDir()
+	section, err := exec.Command(bin, "keys", "--signing-keys", xkeys, "--generate", "executor-local").Output()
+	if err != nil {
+		t.Fatalf("keys --generate: %v", err)
+	}
+	auditConfig := filepath.Join(t.TempDir(), "audit.yaml")
+	if err := os.WriteFile(auditConfig, section, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	x := c.gridwire(bin, "executor-local", "executor", "--cluster", "local", "--data", t.TempDir(), "--log-level", "warn",
-		"--allow-root-jobs")
+		"--allow-root-jobs", "--signing-keys", xkeys)
 	var xlog bytes.Buffer
 	x.Stdout, x.Stderr = &xlog, &xlog
 	if err := x.Start(); err != nil {
@@ -430,6 +443,92 @@ func TestE2ENATSClusterServe(t *testing.T) {
 		len(ids), len(final)-failed, failed, stuck, byRole, inv)
 	if stuck > 0 || failed > 0 {
 		t.Fatalf("%d jobs did not end and %d did not succeed", stuck, failed)
+	}
+	// Every event is signed by a key the audit trusts (the gateway's own, and the one
+	// the config lists for the executor-local process), by a role that may write it.
+	audit := func() (string, error) {
+		out, err := c.gridwire(bin, "reader", "audit", "verify", "--all", "--config", auditConfig,
+			"--signing-keys", filepath.Join(g.data, "keys"), "--data", t.TempDir()).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := audit(); err != nil || !strings.Contains(out, ": 0 broken") || strings.Contains(out, "unsigned") {
+		t.Fatalf("audit verify of the cluster's log: %v\n%s", err, out)
+	}
+	c.forgeries(t, g, ids[0], audit)
+}
+
+// S7: forged events. One on another role's subject is refused by the permissions, one
+// that does not carry the job's sequence by the conditional append; two that a role
+// with publish rights gets in (a submission unsigned, and one signed by a key nobody
+// listed) run like any job, and the audit names both.
+func (c *natsCluster) forgeries(t *testing.T, g *gateway, victim string, audit func() (string, error)) {
+	t.Helper()
+	tried, byPermissions, byAppend, stored := 0, 0, 0, 0
+	violations := make(chan string, 8)
+	incv, err := c.connect("incarnator", "", nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { violations <- err.Error() }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer incv.Close()
+	forged := func(id string, key *events.SigningKey) []byte {
+		e, err := events.New(id, events.Submitted, "", time.Now(), events.Job{ID: id, Executable: "/bin/true", Submitter: "admin"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Source = "gridwire/ingest/forger"
+		if key != nil {
+			key.Sign(&e)
+		}
+		body, err := e.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return body
+	}
+	tried++
+	end, _ := events.New(victim, events.Succeeded, "", time.Now(), events.EndData{Reason: "forged"})
+	end.Source = "gridwire/watcher/forger"
+	endBody, _ := end.Encode()
+	if ok, err := try(incv, violations, cell{subject: events.Subject(victim, events.Succeeded, ""), body: string(endBody)}); err != nil || ok {
+		t.Errorf("the incarnator published a succeeded event: %v %v", ok, err)
+	} else {
+		byPermissions++
+	}
+	ing, err := c.connect("ingest", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ing.Close()
+	js, _ := jetstream.New(ing)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tried++
+	if _, err := js.Publish(ctx, events.Subject(victim, events.Submitted, ""), forged(victim, nil),
+		jetstream.WithExpectLastSequenceForSubject(0, events.JobFilter(victim))); err == nil {
+		t.Error("a second submitted event for an existing job was stored")
+	} else {
+		byAppend++
+	}
+	seed, _ := events.NewSeed()
+	rogue, _ := events.NewSigningKey(seed, events.Grant{Role: events.RoleIngest})
+	unsignedID, rogueID := events.NewID(), events.NewID()
+	for id, key := range map[string]*events.SigningKey{unsignedID: nil, rogueID: rogue} {
+		tried++
+		if _, err := js.Publish(ctx, events.Subject(id, events.Submitted, ""), forged(id, key),
+			jetstream.WithExpectLastSequenceForSubject(0, events.JobFilter(id))); err != nil {
+			t.Fatalf("the ingest role could not submit: %v", err)
+		}
+		stored++
+	}
+	out, err := audit()
+	flagged := strings.Count(out, "BROKEN job ")
+	t.Logf("S7: forged %d, refused by permissions %d, refused by the conditional append %d, stored %d, flagged by audit verify %d",
+		tried, byPermissions, byAppend, stored, flagged)
+	var ec *exec.ExitError
+	if !errors.As(err, &ec) || ec.ExitCode() != 1 || flagged != stored ||
+		!strings.Contains(out, "BROKEN job "+unsignedID) || !strings.Contains(out, "unsigned, stored after") ||
+		!strings.Contains(out, "BROKEN job "+rogueID) || !strings.Contains(out, "not a trusted key") {
+		t.Fatalf("audit verify after the forgeries: %v\n%s", err, out)
 	}
 }
 
@@ -646,6 +745,9 @@ func TestE2ENATSClusterPermissions(t *testing.T) {
 		Replicas: 3, DenyDelete: true, DenyPurge: true, AllowDirect: true}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "gridwire-jobs", Replicas: 3}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := c.connect("", ""); err == nil {
 		t.Error("an anonymous client connected to the cluster")
 	}
@@ -659,9 +761,21 @@ func TestE2ENATSClusterPermissions(t *testing.T) {
 		return cell{name: "consume " + durable + " " + filter,
 			subject: "$JS.API.CONSUMER.CREATE.JOBS." + durable + "." + filter, body: body}
 	}
+	multi := func(durable string, filters ...string) cell {
+		f, _ := json.Marshal(filters)
+		body := fmt.Sprintf(`{"stream_name":"JOBS","config":{"durable_name":%q,"filter_subjects":%s,"ack_policy":"explicit"}}`, durable, f)
+		return cell{name: "consume " + durable, subject: "$JS.API.CONSUMER.CREATE.JOBS." + durable, body: body}
+	}
 	cells := []cell{
-		ev("submitted", "_"), ev("incarnated", "_"), ev("queued", "local"), ev("started", "local"),
+		ev("submitted", "_"), ev("submitted", "group"), ev("incarnated", "_"), ev("queued", "local"), ev("started", "local"),
 		ev("started", "hpc1"), ev("exited", "local"), ev("succeeded", "_"), ev("cancel_requested", "_"),
+		ev("failed", "_"), ev("failed", "local"),
+		{name: "submit over NATS", subject: events.SubjectSubmit, body: `{"version":3,"executable":"/bin/true"}`},
+		{name: "write the job table", subject: "$KV.gridwire-jobs.row", body: "{}"},
+		multi("executor-control-local", events.TypeFilter(events.CancelRequested, "local"), events.TypeFilter(events.HoldRequested, "local")),
+		multi("executor-control-hpc1", events.TypeFilter(events.CancelRequested, "hpc1"), events.TypeFilter(events.HoldRequested, "hpc1")),
+		multi("watcher-groups", events.TypeFilter(events.Started, "*"), events.TypeFilter(events.Exited, "*")),
+		multi("incarnator", events.TypeFilter(events.Submitted, ""), events.TypeFilter(events.Restarted, "")),
 		{name: "read (direct get)", subject: "$JS.API.DIRECT.GET.JOBS", body: fmt.Sprintf(`{"last_by_subj":%q}`, events.SubjectAll)},
 		consumer("executor-local", events.TypeFilter(events.Queued, "local")), consumer("executor-local", events.TypeFilter(events.Queued, "hpc1")),
 		consumer("executor-hpc1", events.TypeFilter(events.Queued, "hpc1")),
@@ -672,16 +786,22 @@ func TestE2ENATSClusterPermissions(t *testing.T) {
 	}
 	// allowed[role] lists the cells the role may do; every other cell must be refused.
 	allowed := map[string][]string{
-		"gateway": {"submitted._", "incarnated._", "queued.local", "started.local", "started.hpc1", "exited.local",
-			"succeeded._", "cancel_requested._", "read (direct get)", "consume executor-local jobs.*.queued.local",
+		"gateway": {"submitted._", "submitted.group", "incarnated._", "queued.local", "started.local", "started.hpc1", "exited.local",
+			"succeeded._", "cancel_requested._", "failed._", "failed.local", "submit over NATS", "write the job table",
+			"consume executor-control-local", "consume executor-control-hpc1", "consume watcher-groups",
+			"consume incarnator", "read (direct get)", "consume executor-local jobs.*.queued.local",
 			"consume executor-local jobs.*.queued.hpc1", "consume executor-hpc1 jobs.*.queued.hpc1", "pull executor-local"},
-		"ingest":         {"submitted._", "cancel_requested._", "read (direct get)"},
-		"incarnator":     {"incarnated._", "read (direct get)"},
-		"stager":         {"queued.local", "read (direct get)"},
-		"watcher":        {"exited.local", "succeeded._", "cancel_requested._", "read (direct get)"},
-		"executor-local": {"started.local", "read (direct get)", "consume executor-local jobs.*.queued.local", "pull executor-local"},
-		"executor-hpc1":  {"started.hpc1", "read (direct get)", "consume executor-hpc1 jobs.*.queued.hpc1"},
-		"reader":         {"read (direct get)"},
+		"ingest":     {"submitted._", "submitted.group", "cancel_requested._", "read (direct get)"},
+		"incarnator": {"incarnated._", "failed._", "consume incarnator", "read (direct get)"},
+		"stager":     {"queued.local", "failed._", "read (direct get)"},
+		"watcher": {"exited.local", "succeeded._", "cancel_requested._", "failed._", "failed.local", "write the job table", "consume watcher-groups",
+			"read (direct get)"},
+		"executor-local": {"started.local", "failed._", "consume executor-control-local", "read (direct get)",
+			"consume executor-local jobs.*.queued.local", "pull executor-local"},
+		"executor-hpc1": {"started.hpc1", "failed._", "consume executor-control-hpc1", "read (direct get)",
+			"consume executor-hpc1 jobs.*.queued.hpc1"},
+		"readside": {"write the job table", "read (direct get)"},
+		"reader":   {"read (direct get)"},
 	}
 	// The operator may do everything; its delete of JOBS comes last.
 	var opCells []string
@@ -689,8 +809,21 @@ func TestE2ENATSClusterPermissions(t *testing.T) {
 		opCells = append(opCells, cl.name)
 	}
 	allowed["operator"] = opCells
-	roles := []string{"gateway", "ingest", "incarnator", "stager", "watcher", "executor-local", "executor-hpc1", "reader", "operator"}
+	roles := []string{"gateway", "ingest", "incarnator", "stager", "watcher", "executor-local", "executor-hpc1", "readside", "reader", "operator"}
 
+	// The ingest role answers submissions (a stand-in for ingest, which the cell needs
+	// only to be answered).
+	ingest, err := c.connect("ingest", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ingest.Close()
+	if _, err := ingest.Subscribe(events.SubjectSubmit, func(m *nats.Msg) { _ = m.Respond([]byte("{}")) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := ingest.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	matrix, bad := 0, 0
 	for _, role := range roles {
 		violations := make(chan string, 64)
@@ -920,7 +1053,7 @@ authorization { user: gateway, password: $GRIDWIRE_NATS_PW_GATEWAY }
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	g := &gateway{cmd: cmd, http: "http://" + addr, done: make(chan struct{})}
+	g := &gateway{cmd: cmd, http: "http://" + addr, data: data, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(g.done) }()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-g.done })
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
