@@ -63,6 +63,8 @@ func (d *decoder) attribute(el *xmltree.Element, job *events.Job, sc *scope, atJ
 		}
 	case "resource":
 		d.resource(el, job, at)
+	case "coallocationPolicy":
+		d.coallocationPolicy(el, job, sc, atJob)
 	default:
 		d.unknown(el, sc.path)
 	}
@@ -207,6 +209,22 @@ func (d *decoder) jobType(el *xmltree.Element, job *events.Job, sc *scope) {
 	}
 	job.JobType = events.JobType(v)
 	job.MPI = job.JobType == events.JobXMPI
+}
+
+// coallocationPolicy reads gridwire's extension <coallocationPolicy> (a job's, not a
+// subjob's): <abort/> (the default: a subjob that ends without succeeding ends its
+// running siblings) or <continue/> (they run on; they still start together).
+func (d *decoder) coallocationPolicy(el *xmltree.Element, job *events.Job, sc *scope, atJob bool) {
+	if !atJob {
+		d.list.Add(el.Line, el.Col, sc.path+"/"+el.Name, "is a job's attribute: it applies to all of the job's subjobs, so a subjob cannot set it")
+		return
+	}
+	v, ok := d.enumeration(el, sc.path+"/"+el.Name, events.SiblingsAbort, events.SiblingsContinue)
+	if !ok {
+		return
+	}
+	coalloc(job).OnSiblingEnd = v
+	sc.policy = el
 }
 
 // staging reads fileStageIn/Out: pairs of <url> and <path>.

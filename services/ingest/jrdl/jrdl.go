@@ -98,8 +98,9 @@ type definition struct {
 type scope struct {
 	defs     map[string]definition
 	path     string
-	reserved map[string]bool // reserved names referenced, for Job.Substitutions
-	counts   *counts         // processor counts said at this level
+	reserved map[string]bool  // reserved names referenced, for Job.Substitutions
+	counts   *counts          // processor counts said at this level
+	policy   *xmltree.Element // the job's <coallocationPolicy>, if it has one
 }
 
 // counts are the two ways a level states processors: the co-allocation count and the
@@ -135,6 +136,10 @@ func (d *decoder) job(el *xmltree.Element, index int) ([]events.Job, bool) {
 	}
 	d.checkTimes(el, &base, path)
 	sc.counts.check(d, path)
+	if sc.policy != nil && (base.JobType == events.JobHTC || len(subs) == 0) {
+		d.list.Add(sc.policy.Line, sc.policy.Col, path+"/coallocationPolicy",
+			"applies to co-allocated subjobs; this job has none (no <subjob>, or jobType htc, whose instances run apart)")
+	}
 	if base.JobType == events.JobHTC {
 		return d.htc(el, base, subs, sc), true
 	}
@@ -152,6 +157,7 @@ func (d *decoder) job(el *xmltree.Element, index int) ([]events.Job, bool) {
 		job.Coallocation = &events.Coallocation{Group: index, Size: len(subs), TotalCount: total}
 		if base.Coallocation != nil {
 			job.Coallocation.Contact, job.Coallocation.JobManager = base.Coallocation.Contact, base.Coallocation.JobManager
+			job.Coallocation.OnSiblingEnd = base.Coallocation.OnSiblingEnd
 		}
 		out = append(out, d.subjob(s, spath, job, sc))
 	}
