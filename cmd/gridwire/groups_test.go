@@ -261,3 +261,43 @@ func TestStatusAndHistoryShowTheGroupTree(t *testing.T) {
 		t.Fatalf("history of the parent has no failed event:\n%s", hist)
 	}
 }
+
+// jrdlContinue is the coallocationPolicy extension that lets co-allocated subjobs run on
+// when a sibling fails.
+const jrdlContinue = `
+    <coallocationPolicy><enumeration><enumerationValue><continue/></enumerationValue></enumeration></coallocationPolicy>`
+
+// checkCoallocationContinue: with <coallocationPolicy><continue/>, a co-allocated subjob
+// that fails leaves its running sibling alone (it runs on and succeeds); the parent
+// still fails, counting both. The canonical job names the policy. The e2e suite runs it
+// on real SSH.
+func checkCoallocationContinue(t *testing.T, h *harness) {
+	t.Helper()
+	ids := h.submitJRDL("<jrdl>\n<job>" + jrdlContinue + "\n" + jrdlGated("subjob", "") + jrdlGated("subjob", "") + "</job>\n</jrdl>")
+	a, b := ids[1], ids[2]
+	h.waitFor(a, "RUNNING", isRunning)
+	stB := h.waitFor(b, "RUNNING", isRunning)
+	if stB.Job.Coallocation == nil || stB.Job.Coallocation.OnSiblingEnd != events.SiblingsContinue {
+		t.Fatalf("canonical coallocation %+v; want on_sibling_end continue", stB.Job.Coallocation)
+	}
+	h.release(b, "3")
+	if st := h.waitEnd(b); st.Status != events.StatusFailed {
+		t.Fatalf("failing subjob %s", st.Status)
+	}
+	h.release(a, "0")
+	if st := h.waitEnd(a); st.Status != events.StatusSucceeded {
+		t.Fatalf("its sibling under the continue policy: %s (%s), want SUCCEEDED", st.Status, st.Reason)
+	}
+	for _, e := range h.history(a) {
+		if e.Name == events.CancelRequested {
+			t.Fatal("the sibling was asked to cancel under the continue policy")
+		}
+	}
+	if p := h.waitEnd(ids[0]); p.Status != events.StatusFailed || counts(p)[events.StatusSucceeded] != 1 || counts(p)[events.StatusFailed] != 1 {
+		t.Fatalf("parent %s %+v, want FAILED with 1 SUCCEEDED and 1 FAILED", p.Status, p.Group)
+	}
+}
+
+func TestCoallocationPolicyContinue(t *testing.T) {
+	checkCoallocationContinue(t, newHarness(t))
+}
