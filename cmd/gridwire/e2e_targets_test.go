@@ -23,7 +23,8 @@ import (
 
 func (h *harness) request(id string, name events.Name) {
 	h.t.Helper()
-	if _, err := (executor.ControlAPI{Store: h.store}).Request(context.Background(), id, name, events.Note{Reason: "e2e"}); err != nil {
+	// Requests are the control API's, signed with the executor's key as ingest's may not.
+	if _, err := (executor.ControlAPI{Store: h.roleStore(events.RoleExecutor)}).Request(context.Background(), id, name, events.Note{Reason: "e2e"}); err != nil {
 		h.t.Fatalf("%s: %v", name, err)
 	}
 }
@@ -94,6 +95,54 @@ func TestE2EOpenSSHCluster(t *testing.T) {
 
 	t.Run("JRDL times and reserved names", func(t *testing.T) { checkJRDLRunTime(t, h) })
 	t.Run("JRDL directory, staging and cleanup", func(t *testing.T) { checkJRDLDirectory(t, h, files) })
+	t.Run("group hold, resume and cancel", func(t *testing.T) { checkGroupControl(t, h) })
+	t.Run("co-allocated subjob fails: its sibling is ended", func(t *testing.T) { checkCoallocationAbort(t, h) })
+	t.Run("co-allocation policy continue", func(t *testing.T) { checkCoallocationContinue(t, h) })
+}
+
+// checkGroupControl: hold, resume and cancel on a two-job document's parent reach both
+// children running on the harness's cluster, and the parent follows them.
+func checkGroupControl(t *testing.T, h *harness) {
+	t.Helper()
+	ids := h.submitJRDL("<jrdl>\n" + jrdlGated("job", "") + jrdlGated("job", "") + "</jrdl>")
+	for _, id := range ids[1:] {
+		h.waitFor(id, "RUNNING", isRunning)
+	}
+	isHeld := func(st events.State) bool { return st.Status == events.StatusHeld }
+	h.request(ids[0], events.HoldRequested)
+	for _, id := range ids {
+		h.waitFor(id, "HELD", isHeld)
+	}
+	h.request(ids[0], events.ResumeRequested)
+	for _, id := range ids {
+		h.waitFor(id, "RUNNING again", func(st events.State) bool { return st.Status == events.StatusRunning && st.HeldFrom == "" })
+	}
+	h.request(ids[0], events.CancelRequested)
+	for _, id := range ids[1:] {
+		if st := h.waitEnd(id); st.Status != events.StatusCancelled {
+			t.Fatalf("child %s %s (%s), want CANCELLED", id, st.Status, st.Reason)
+		}
+	}
+	if st := h.waitEnd(ids[0]); st.Status != events.StatusCancelled || counts(st)[events.StatusCancelled] != 2 {
+		t.Fatalf("parent %s %+v, want CANCELLED with 2 CANCELLED", st.Status, st.Group)
+	}
+}
+
+// checkCoallocationAbort: under the default policy a co-allocated subjob that fails
+// while its sibling runs ends the sibling, naming it; the parent fails.
+func checkCoallocationAbort(t *testing.T, h *harness) {
+	t.Helper()
+	ids := h.submitJRDL("<jrdl>\n<job>\n" + jrdlGated("subjob", "") + jrdlGated("subjob", "") + "</job>\n</jrdl>")
+	a, b := ids[1], ids[2]
+	h.waitFor(a, "RUNNING", isRunning)
+	h.waitFor(b, "RUNNING", isRunning)
+	h.release(b, "4")
+	if st := h.waitEnd(a); st.Status != events.StatusCancelled || !strings.Contains(st.Reason, "co-allocated subjob "+b) {
+		t.Fatalf("running sibling %s %q, want CANCELLED naming subjob %s", st.Status, st.Reason, b)
+	}
+	if p := h.waitEnd(ids[0]); p.Status != events.StatusFailed {
+		t.Fatalf("parent %s, want FAILED", p.Status)
+	}
 }
 
 // slurmCluster is the single-node Slurm that .ci/e2e started, reached from this host.

@@ -269,7 +269,11 @@ func gated() map[string]any {
 
 func (h *harness) release(id string, code string) {
 	h.t.Helper()
-	if err := os.WriteFile(filepath.Join(h.workDir(id), "release"), []byte(code), 0o644); err != nil {
+	dir := h.workDir(id)
+	if st, err := h.store.State(context.Background(), id); err == nil && st.Incarnation != nil {
+		dir = st.Incarnation.WorkDir // on an SSH cluster's work root (a loopback host in tests)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "release"), []byte(code), 0o644); err != nil {
 		h.t.Fatal(err)
 	}
 }
