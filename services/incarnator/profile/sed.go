@@ -300,7 +300,9 @@ func javaToSedReplacement(s string, groups int) (string, error) {
 				return "", errors.New("ends with a lone backslash")
 			}
 			i++
-			writeSedLiteral(&b, s[i])
+			if err := writeSedLiteral(&b, s[i]); err != nil {
+				return "", err
+			}
 		case '$':
 			if i+1 >= len(s) || s[i+1] < '0' || s[i+1] > '9' {
 				return "", errors.New("only $0 ... $9 refer to groups in sed")
@@ -315,18 +317,22 @@ func javaToSedReplacement(s string, groups int) (string, error) {
 			} else {
 				b.WriteString(`\` + string(s[i]))
 			}
-		case '\n':
-			return "", errors.New("a newline cannot stand in a sed replacement")
 		default:
-			writeSedLiteral(&b, c)
+			if err := writeSedLiteral(&b, c); err != nil {
+				return "", err
+			}
 		}
 	}
 	return b.String(), nil
 }
 
-func writeSedLiteral(b *strings.Builder, c byte) {
-	if c == '\\' || c == '&' {
+func writeSedLiteral(b *strings.Builder, c byte) error {
+	switch c {
+	case '\n', 0:
+		return errors.New("a newline or NUL cannot stand in a sed replacement")
+	case '\\', '&':
 		b.WriteByte('\\')
 	}
 	b.WriteByte(c)
+	return nil
 }

@@ -132,3 +132,26 @@ func TestRunTimeReplacementPlaces(t *testing.T) {
 		t.Errorf("list: got %s", got)
 	}
 }
+
+// The Java-to-sed translation is a parser of profile text: whatever it is given, it
+// never panics, and a script it makes is one line whose delimiter closes exactly three
+// parts (s, pattern, replacement, flags).
+func FuzzSedProgram(f *testing.F) {
+	for _, s := range [][2]string{{`\/[^\/]*$`, ``}, {`^01`, `XX`}, {`(\w+)@(\w+)`, `$2 at $1`},
+		{`[]^-]`, `.`}, {`\Q.*\E`, `!`}, {`a|b`, `x`}, {`(ab)*`, `$1`}, {`[\\a]`, `\\`}, {`x{2,`, `&`}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, from, to string) {
+		prog, err := sedProgram(from, to)
+		if err != nil {
+			return
+		}
+		if strings.ContainsAny(prog, "\n\x00") || !strings.HasPrefix(prog, "s") || !strings.HasSuffix(prog, "g") {
+			t.Fatalf("%q, %q: script %q", from, to, prog)
+		}
+		d := prog[1:2]
+		if n := strings.Count(prog, d); n != 3 {
+			t.Fatalf("%q, %q: script %q has its delimiter %q %d times", from, to, prog, d, n)
+		}
+	})
+}
