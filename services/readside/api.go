@@ -22,7 +22,8 @@ import (
 
 // api serves the read side over HTTP: the job table (from the projection), one job (at
 // any moment of its life), its history, the live event stream as Server-Sent Events, the
-// web page and the metrics. Its job table is the mirror of the projection bucket.
+// web page and the metrics. Its job table is the one the process's projector folds, or,
+// when another process keeps the projection, a mirror of the projection bucket.
 type api struct {
 	store  Store
 	js     jetstream.JetStream

@@ -28,15 +28,22 @@ type projector struct {
 	metrics *metrics
 }
 
-// runProjector maintains the projection in bucket until ctx ends.
+// runProjector maintains the projection in bucket until ctx ends, folding into table
+// (nil: a table of its own), which the process's read API may serve: then it holds one
+// copy of the job table, not a second one mirrored from the bucket.
 //
 // A failure (the server restarting, a write that times out) does not stop the read side:
 // the projector starts again from what its bucket holds, after a back-off, because a
-// projection can always be rebuilt from its stamp and the log.
-func runProjector(ctx context.Context, js jetstream.JetStream, bucket string, every time.Duration, log *slog.Logger, m *metrics) error {
+// projection can always be rebuilt from its stamp and the log. The rows it folded and
+// had not written yet stay marked, so the next start writes them.
+func runProjector(ctx context.Context, js jetstream.JetStream, bucket string, every time.Duration, log *slog.Logger, m *metrics, table *Table) error {
+	if table == nil {
+		table = NewTable()
+	}
+	dirty := map[string]bool{}
 	wait := 250 * time.Millisecond
 	for {
-		err := project(ctx, js, bucket, every, log, m)
+		err := project(ctx, js, bucket, every, log, m, table, dirty)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -50,13 +57,13 @@ func runProjector(ctx context.Context, js jetstream.JetStream, bucket string, ev
 	}
 }
 
-func project(ctx context.Context, js jetstream.JetStream, bucket string, every time.Duration, log *slog.Logger, m *metrics) error {
+func project(ctx context.Context, js jetstream.JetStream, bucket string, every time.Duration, log *slog.Logger, m *metrics, table *Table, dirty map[string]bool) error {
 	kv, err := projectionBucket(ctx, js, bucket)
 	if err != nil {
 		return err
 	}
-	p := &projector{js: js, kv: kv, log: log.With("projection", bucket), every: every, dirty: map[string]bool{}, metrics: m}
-	if p.table, p.folded, err = loadProjection(ctx, kv); err != nil {
+	p := &projector{js: js, kv: kv, log: log.With("projection", bucket), every: every, dirty: dirty, metrics: m, table: table}
+	if p.folded, err = loadInto(ctx, kv, table); err != nil {
 		return err
 	}
 	p.written = p.folded
@@ -66,10 +73,20 @@ func project(ctx context.Context, js jetstream.JetStream, bucket string, every t
 // loadProjection reads a projection bucket into a table and returns the stamp it holds.
 func loadProjection(ctx context.Context, kv jetstream.KeyValue) (*Table, uint64, error) {
 	t := NewTable()
+	stamp, err := loadInto(ctx, kv, t)
+	if err != nil {
+		return nil, 0, err
+	}
+	return t, stamp, nil
+}
+
+// loadInto reads a projection bucket into t (rows only move forward: a row t holds at a
+// later stamp stays) and returns the stamp the bucket holds.
+func loadInto(ctx context.Context, kv jetstream.KeyValue, t *Table) (uint64, error) {
 	var stamp uint64
 	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
 	if err != nil {
-		return nil, 0, fmt.Errorf("reading projection %s: %w", kv.Bucket(), err)
+		return 0, fmt.Errorf("reading projection %s: %w", kv.Bucket(), err)
 	}
 	defer w.Stop()
 	for entry := range w.Updates() {
@@ -78,11 +95,11 @@ func loadProjection(ctx context.Context, kv jetstream.KeyValue) (*Table, uint64,
 		}
 		seq, err := t.setEntry(entry)
 		if err != nil {
-			return nil, 0, fmt.Errorf("reading projection %s: %w", kv.Bucket(), err)
+			return 0, fmt.Errorf("reading projection %s: %w", kv.Bucket(), err)
 		}
 		stamp = max(stamp, seq)
 	}
-	return t, stamp, nil
+	return stamp, nil
 }
 
 // setEntry puts one KV entry of a projection into the table: a row, or the stamp

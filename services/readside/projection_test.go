@@ -47,7 +47,7 @@ func TestProjectionRebuiltEqualsLive(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- runProjector(ctx, b.JS, JobsBucket, 20*time.Millisecond, slog.New(slog.DiscardHandler), nil)
+		done <- runProjector(ctx, b.JS, JobsBucket, 20*time.Millisecond, slog.New(slog.DiscardHandler), nil, nil)
 	}()
 	var ids []string
 	for n := 0; n < 30; n++ {
@@ -112,7 +112,7 @@ func TestProjectorResumesFromItsStamp(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() {
-			done <- runProjector(ctx, b.JS, JobsBucket, 10*time.Millisecond, slog.New(slog.DiscardHandler), nil)
+			done <- runProjector(ctx, b.JS, JobsBucket, 10*time.Millisecond, slog.New(slog.DiscardHandler), nil, nil)
 		}()
 		return cancel, done
 	}

@@ -89,8 +89,9 @@ type HTTP struct {
 	Wrap     func(http.Handler) http.Handler // around every route (authentication); nil: none
 }
 
-// Run keeps the projection, mirrors it into the job table and serves HTTP until ctx
-// ends; it returns after every goroutine it started has stopped.
+// Run keeps the projection and serves HTTP from the table it folds (with NoProjector,
+// from a mirror of the bucket) until ctx ends; it returns after every goroutine it
+// started has stopped.
 func Run(ctx context.Context, cfg Config, deps Deps) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -111,12 +112,14 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 		return err
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	if !cfg.NoProjector {
+	if cfg.NoProjector {
+		g.Go(func() error { return a.mirror(gctx) })
+	} else {
+		// The API serves the table the projector folds: one copy of it in memory.
 		g.Go(func() error {
-			return runProjector(gctx, deps.JS, cfg.Bucket, cfg.FlushEvery, deps.Logger, m)
+			return runProjector(gctx, deps.JS, cfg.Bucket, cfg.FlushEvery, deps.Logger, m, a.table)
 		})
 	}
-	g.Go(func() error { return a.mirror(gctx) })
 	if deps.HTTP.Listener != nil {
 		mux := deps.HTTP.Mux
 		if mux == nil {
