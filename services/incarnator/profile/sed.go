@@ -3,6 +3,7 @@ package profile
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -48,101 +49,114 @@ func sedProgram(javaFrom, javaTo string) (string, error) {
 
 const ereSpecial = `.[\()*+?{|^$`
 
+// ereTranslator turns a Java pattern into a POSIX ERE one token at a time.
+type ereTranslator struct {
+	src           string
+	b             strings.Builder
+	groups, depth int
+	atom          bool // the last token written may take a quantifier
+	group         bool // the last token written is a group
+}
+
 // javaToERE translates a Java regular expression into a POSIX ERE and counts its
 // groups.
 func javaToERE(src string) (string, int, error) {
-	var b strings.Builder
-	groups, depth := 0, 0
-	atom := false // the last thing written is something a quantifier may follow
-	afterGroup := false
-	for i := 0; i < len(src); i++ {
-		c := src[i]
-		switch {
-		case c == '\\':
-			if i+1 >= len(src) {
-				return "", 0, errors.New("ends with a lone backslash")
-			}
-			i++
-			if src[i] == 'Q' {
-				end := strings.Index(src[i+1:], `\E`)
-				lit := src[i+1:]
-				if end >= 0 {
-					lit = src[i+1 : i+1+end]
-					i += end + 2
-				} else {
-					i = len(src)
-				}
-				for j := 0; j < len(lit); j++ {
-					if err := writeLiteral(&b, lit[j]); err != nil {
-						return "", 0, err
-					}
-				}
-				atom = lit != ""
-				afterGroup = false
-				continue
-			}
-			if err := writeEscape(&b, src[i]); err != nil {
-				return "", 0, err
-			}
-			atom, afterGroup = true, false
-		case c == '[':
-			n, err := writeClass(&b, src[i:])
-			if err != nil {
-				return "", 0, err
-			}
-			i += n - 1
-			atom, afterGroup = true, false
-		case c == '(':
-			if i+1 < len(src) && src[i+1] == '?' {
-				return "", 0, errors.New("(?...) groups and flags have no POSIX counterpart; use a plain group")
-			}
-			groups++
-			depth++
-			b.WriteByte('(')
-			atom, afterGroup = false, false
-		case c == ')':
-			if depth == 0 {
-				return "", 0, errors.New("unbalanced )")
-			}
-			depth--
-			b.WriteByte(')')
-			atom, afterGroup = true, true
-		case c == '|':
-			return "", 0, errors.New("alternation (|): POSIX takes the longest alternative, Java the first")
-		case c == '*' || c == '+' || c == '?' || c == '{':
-			n, err := quantifier(src[i:])
-			if err != nil {
-				return "", 0, err
-			}
-			if !atom {
-				return "", 0, fmt.Errorf("quantifier %q follows nothing", src[i:i+n])
-			}
-			if afterGroup {
-				return "", 0, errors.New("a quantifier on a group may match differently in POSIX and Java")
-			}
-			if i+n < len(src) && (src[i+n] == '?' || src[i+n] == '+') {
-				return "", 0, errors.New("lazy and possessive quantifiers have no POSIX counterpart")
-			}
-			b.WriteString(src[i : i+n])
-			i += n - 1
-			atom = false
-		case c == '^' || c == '$' || c == '.':
-			b.WriteByte(c)
-			atom, afterGroup = c == '.', false
-		default:
-			if err := writeLiteral(&b, c); err != nil {
-				return "", 0, err
-			}
-			atom, afterGroup = true, false
+	t := &ereTranslator{src: src}
+	for i := 0; i < len(src); {
+		n, err := t.token(i)
+		if err != nil {
+			return "", 0, err
+		}
+		i += n
+	}
+	switch {
+	case t.depth != 0:
+		return "", 0, errors.New("unclosed (")
+	case t.groups > 9:
+		return "", 0, fmt.Errorf("%d groups; sed refers to nine at most", t.groups)
+	}
+	return t.b.String(), t.groups, nil
+}
+
+// token translates the token at src[i] and returns its width.
+func (t *ereTranslator) token(i int) (int, error) {
+	c := t.src[i]
+	switch {
+	case c == '\\':
+		return t.escape(i)
+	case c == '[':
+		n, err := writeClass(&t.b, t.src[i:])
+		t.atom, t.group = true, false
+		return n, err
+	case c == '(':
+		if i+1 < len(t.src) && t.src[i+1] == '?' {
+			return 0, errors.New("(?...) groups and flags have no POSIX counterpart; use a plain group")
+		}
+		t.groups++
+		t.depth++
+		t.b.WriteByte('(')
+		t.atom, t.group = false, false
+	case c == ')':
+		if t.depth == 0 {
+			return 0, errors.New("unbalanced )")
+		}
+		t.depth--
+		t.b.WriteByte(')')
+		t.atom, t.group = true, true
+	case c == '|':
+		return 0, errors.New("alternation (|): POSIX takes the longest alternative, Java the first")
+	case c == '*' || c == '+' || c == '?' || c == '{':
+		return t.quantifier(i)
+	case c == '^' || c == '$' || c == '.':
+		t.b.WriteByte(c)
+		t.atom, t.group = c == '.', false
+	default:
+		t.atom, t.group = true, false
+		return 1, writeLiteral(&t.b, c)
+	}
+	return 1, nil
+}
+
+// escape translates \x at src[i], and \Q...\E quoting.
+func (t *ereTranslator) escape(i int) (int, error) {
+	if i+1 >= len(t.src) {
+		return 0, errors.New("ends with a lone backslash")
+	}
+	if t.src[i+1] != 'Q' {
+		t.atom, t.group = true, false
+		return 2, writeEscape(&t.b, t.src[i+1])
+	}
+	rest := t.src[i+2:]
+	lit, width := rest, len(t.src)-i
+	if end := strings.Index(rest, `\E`); end >= 0 {
+		lit, width = rest[:end], 2+end+2
+	}
+	for j := 0; j < len(lit); j++ {
+		if err := writeLiteral(&t.b, lit[j]); err != nil {
+			return 0, err
 		}
 	}
-	if depth != 0 {
-		return "", 0, errors.New("unclosed (")
+	t.atom, t.group = lit != "", false
+	return width, nil
+}
+
+// quantifier writes the quantifier at src[i]: only after a character or class, never
+// lazy or possessive.
+func (t *ereTranslator) quantifier(i int) (int, error) {
+	n, err := quantifier(t.src[i:])
+	switch {
+	case err != nil:
+		return 0, err
+	case !t.atom:
+		return 0, fmt.Errorf("quantifier %q follows nothing", t.src[i:i+n])
+	case t.group:
+		return 0, errors.New("a quantifier on a group may match differently in POSIX and Java")
+	case i+n < len(t.src) && (t.src[i+n] == '?' || t.src[i+n] == '+'):
+		return 0, errors.New("lazy and possessive quantifiers have no POSIX counterpart")
 	}
-	if groups > 9 {
-		return "", 0, fmt.Errorf("%d groups; sed refers to nine at most", groups)
-	}
-	return b.String(), groups, nil
+	t.b.WriteString(t.src[i : i+n])
+	t.atom = false
+	return n, nil
 }
 
 // quantifier returns the width of the quantifier at the start of s.
@@ -195,74 +209,97 @@ func writeEscape(b *strings.Builder, c byte) error {
 	return writeLiteral(b, c)
 }
 
+// class is a parsed Java character class: its single characters and its ranges (a
+// shorthand such as \d becomes the range text 0-9).
+type class struct {
+	neg    bool
+	chars  []byte
+	ranges []string
+}
+
 // writeClass writes the Java character class at the start of s as a POSIX bracket
-// expression and returns its width. POSIX gives ']' '^' and '-' meaning by position, so
-// the members are collected and written in an order that keeps each literal: ']' first,
-// ranges and other characters, '^' after them, '-' last.
+// expression and returns its width.
 func writeClass(b *strings.Builder, s string) (int, error) {
+	cl, n, err := parseClass(s)
+	if err != nil {
+		return 0, err
+	}
+	cl.write(b)
+	return n, nil
+}
+
+// parseClass reads the class at the start of s ('[' ... ']') and returns its width.
+func parseClass(s string) (class, int, error) {
+	var cl class
 	i := 1
-	neg := false
 	if i < len(s) && s[i] == '^' {
-		neg = true
+		cl.neg = true
 		i++
 	}
-	var chars []byte
-	var ranges []string
 	for first := true; ; first = false {
 		if i >= len(s) {
-			return 0, errors.New("unclosed [")
+			return cl, 0, errors.New("unclosed [")
 		}
-		c := s[i]
-		if c == ']' && !first {
-			i++
-			break
+		if s[i] == ']' && !first {
+			return cl, i + 1, nil
 		}
-		if c == '\\' {
-			if i+1 >= len(s) {
-				return 0, errors.New("unclosed [")
-			}
-			e := s[i+1]
-			i += 2
-			if body, ok := shorthand[e]; ok {
-				ranges = append(ranges, body)
-				continue
-			}
-			if e >= 'a' && e <= 'z' || e >= 'A' && e <= 'Z' || e >= '0' && e <= '9' || e == '\\' {
-				return 0, fmt.Errorf(`\%c inside a character class has no POSIX counterpart`, e)
-			}
-			c = e
-		} else {
-			i++
+		c, n, shorthandBody, err := classMember(s[i:])
+		if err != nil {
+			return cl, 0, err
 		}
-		if i+1 < len(s) && s[i] == '-' && s[i+1] != ']' {
+		i += n
+		switch {
+		case shorthandBody != "":
+			cl.ranges = append(cl.ranges, shorthandBody)
+		case i+1 < len(s) && s[i] == '-' && s[i+1] != ']':
 			hi := s[i+1]
 			if hi == '\\' || hi == '[' {
-				return 0, errors.New("a range ending in an escape has no POSIX counterpart")
+				return cl, 0, errors.New("a range ending in an escape has no POSIX counterpart")
 			}
 			if hi < c {
-				return 0, fmt.Errorf("range %c-%c is reversed", c, hi)
+				return cl, 0, fmt.Errorf("range %c-%c is reversed", c, hi)
 			}
-			ranges = append(ranges, string([]byte{c, '-', hi}))
+			cl.ranges = append(cl.ranges, string([]byte{c, '-', hi}))
 			i += 2
-			continue
-		}
-		if c == '\n' || c == 0 {
-			return 0, errors.New("a newline or NUL cannot stand in a sed pattern")
-		}
-		chars = append(chars, c)
-	}
-	b.WriteByte('[')
-	if neg {
-		b.WriteByte('^')
-	}
-	var caret, dash bool
-	for _, c := range chars {
-		if c == ']' {
-			b.WriteByte(']')
+		case c == '\n' || c == 0:
+			return cl, 0, errors.New("a newline or NUL cannot stand in a sed pattern")
+		default:
+			cl.chars = append(cl.chars, c)
 		}
 	}
-	b.WriteString(strings.Join(ranges, ""))
-	for _, c := range chars {
+}
+
+// classMember reads one member at the start of s: a character (escaped or not) and its
+// width, or a shorthand class's bracket body.
+func classMember(s string) (byte, int, string, error) {
+	if s[0] != '\\' {
+		return s[0], 1, "", nil
+	}
+	if len(s) < 2 {
+		return 0, 0, "", errors.New("unclosed [")
+	}
+	e := s[1]
+	if body, ok := shorthand[e]; ok {
+		return 0, 2, body, nil
+	}
+	if e >= 'a' && e <= 'z' || e >= 'A' && e <= 'Z' || e >= '0' && e <= '9' || e == '\\' {
+		return 0, 0, "", fmt.Errorf(`\%c inside a character class has no POSIX counterpart`, e)
+	}
+	return e, 2, "", nil
+}
+
+// write writes the class as a POSIX bracket expression. POSIX gives ']', '^' and '-'
+// meaning by position (and reads a backslash as itself), so the members are written in
+// an order that keeps each literal: ']' first, ranges and other characters, '^' after
+// them, '-' last. A class of '^' alone is written as the escaped character.
+func (cl class) write(b *strings.Builder) {
+	var body strings.Builder
+	caret, dash := false, false
+	if slices.Contains(cl.chars, ']') {
+		body.WriteByte(']')
+	}
+	body.WriteString(strings.Join(cl.ranges, ""))
+	for _, c := range cl.chars {
 		switch c {
 		case ']':
 		case '^':
@@ -270,22 +307,29 @@ func writeClass(b *strings.Builder, s string) (int, error) {
 		case '-':
 			dash = true
 		default:
-			b.WriteByte(c)
+			body.WriteByte(c)
 		}
 	}
+	switch {
+	case caret && body.Len() == 0 && !cl.neg && dash:
+		body.WriteString("-^")
+		caret, dash = false, false
+	case caret && body.Len() == 0 && !cl.neg:
+		b.WriteString(`\^`)
+		return
+	}
+	b.WriteByte('[')
+	if cl.neg {
+		b.WriteByte('^')
+	}
+	b.WriteString(body.String())
 	if caret {
-		if len(chars) == 1 && len(ranges) == 0 && !neg {
-			b.WriteString(`\^`) // "[^]" alone would be a negation: write the literal
-			b.WriteString("]")
-			return i, nil
-		}
 		b.WriteByte('^')
 	}
 	if dash {
 		b.WriteByte('-')
 	}
 	b.WriteByte(']')
-	return i, nil
 }
 
 // javaToSedReplacement translates a Java replacement ($n, ${name}, \x) into sed's

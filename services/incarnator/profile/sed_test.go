@@ -30,9 +30,13 @@ func TestSedAppliesTwoLevelReplacementsAsJavaWould(t *testing.T) {
 		{`\/`, `#,;:@%!~=_`, "a/b"},
 		{`^`, `'quote' "\$(touch nope)" `, "v"},
 		{`\D\W\S`, `|`, "a.bc"},
+		{`[\^]`, `v`, `a^b\c`},
+		{`[-^]`, `_`, "a-b^c"},
+		{`[^^]`, `.`, "a^b"},
+		{`[\]]x`, `!`, "]x]y"},
 	}
 	for _, c := range cases {
-		txt, err := ParseText(`echo <V/` + c.from + `/` + c.to + `>`)
+		txt, err := ParseText(`printf '%s\n' <V/` + c.from + `/` + c.to + `>`)
 		if err != nil {
 			t.Fatalf("%s: %v", c.from, err)
 		}
