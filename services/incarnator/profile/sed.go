@@ -251,6 +251,8 @@ func parseClass(s string) (class, int, error) {
 		switch {
 		case shorthandBody != "":
 			cl.ranges = append(cl.ranges, shorthandBody)
+		case c == '\n' || c == 0 || i+1 < len(s) && (s[i+1] == '\n' || s[i+1] == 0):
+			return cl, 0, errors.New("a newline or NUL cannot stand in a sed pattern")
 		case i+1 < len(s) && s[i] == '-' && s[i+1] != ']':
 			hi := s[i+1]
 			if hi == '\\' || hi == '[' {
@@ -261,8 +263,6 @@ func parseClass(s string) (class, int, error) {
 			}
 			cl.ranges = append(cl.ranges, string([]byte{c, '-', hi}))
 			i += 2
-		case c == '\n' || c == 0:
-			return cl, 0, errors.New("a newline or NUL cannot stand in a sed pattern")
 		default:
 			cl.chars = append(cl.chars, c)
 		}
