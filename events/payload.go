@@ -168,3 +168,9 @@ type Note struct {
 	Action string `json:"action,omitempty"`
 	Output string `json:"output,omitempty"`
 }
+
+// CancelStartDeadline is the Action of a cancel request the watcher makes for a job
+// still waiting in a batch queue past its start-before deadline (JRDL's jobStartBefore):
+// the ABORT that carries it out ends the job FAILED with the request's reason, since the
+// job did not do what was asked of it, rather than CANCELLED.
+const CancelStartDeadline = "start_deadline"

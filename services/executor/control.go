@@ -118,18 +118,22 @@ func (x *executor) control(ctx context.Context, d events.Delivery) error {
 	}
 	var n events.Note
 	if d.Event.Name != events.CancelRequested || d.Event.Payload(&n) != nil {
-		n.Reason = ""
+		n = events.Note{}
 	}
-	return x.actFor(ctx, st, n.Reason)
+	return x.actFor(ctx, st, n)
 }
 
 // act carries out the request the job's state holds, if any, and records the result:
 // cancelled, held or resumed, or action_failed with the script's output.
-func (x *executor) act(ctx context.Context, st events.State) error { return x.actFor(ctx, st, "") }
+func (x *executor) act(ctx context.Context, st events.State) error {
+	return x.actFor(ctx, st, events.Note{})
+}
 
-// actFor is act with the reason the request gave, kept on the cancelled event (a
-// co-allocated subjob ended because its sibling failed says which and why).
-func (x *executor) actFor(ctx context.Context, st events.State, why string) error {
+// actFor is act with the cancel request's note: its reason is kept on the cancelled
+// event (a co-allocated subjob ended because its sibling failed says which and why), and
+// a request for a job past its start deadline (events.CancelStartDeadline) ends it
+// FAILED with that reason.
+func (x *executor) actFor(ctx context.Context, st events.State, req events.Note) error {
 	a, ok := pending(st)
 	if !ok {
 		return nil
@@ -146,13 +150,16 @@ func (x *executor) actFor(ctx context.Context, st events.State, why string) erro
 			return x.actionFailed(s.JobID, a.script, out.Describe(), string(out.Stdout))
 		}
 		var payload any = events.Note{Action: a.script, Output: strings.TrimSpace(string(out.Stdout))}
-		if a.done == events.Cancelled {
+		done := a.done
+		switch {
+		case a.done == events.Cancelled && req.Action == events.CancelStartDeadline:
+			done, payload = events.Failed, events.EndData{Reason: req.Reason}
+		case a.done == events.Cancelled && req.Reason != "":
+			payload = events.EndData{Reason: "cancelled on request: " + req.Reason}
+		case a.done == events.Cancelled:
 			payload = events.EndData{Reason: "cancelled on request"}
-			if why != "" {
-				payload = events.EndData{Reason: "cancelled on request: " + why}
-			}
 		}
-		e, err := events.New(s.JobID, a.done, x.cfg.Cluster.Name, x.deps.Now(), payload)
+		e, err := events.New(s.JobID, done, x.cfg.Cluster.Name, x.deps.Now(), payload)
 		return []events.Event{e}, err
 	})
 	if err == nil {

@@ -242,3 +242,23 @@ func TestControlAPI(t *testing.T) {
 		t.Errorf("cancel of an ended job: %d %s", code, body)
 	}
 }
+
+// A cancel request the watcher made for a job past its start deadline
+// (events.CancelStartDeadline) aborts the job on its target like any cancel, and ends it
+// FAILED with the request's reason, not CANCELLED.
+func TestStartDeadlineCancelEndsTheJobFailed(t *testing.T) {
+	e := newEnv(t)
+	e.run(Config{Cluster: localCluster(), ID: "x1"}, nil)
+	id := e.queue(newForkJob(t, "sleep 30"))
+	pid := e.waitFor(id, "RUNNING", func(s events.State) bool { return s.Status == events.StatusRunning }).NativeID
+	why := "jobStartBefore: the job had not started by 2026-11-23T10:00:00Z, so it was cancelled in local's queue"
+	if _, err := (ControlAPI{Store: e.store}).Request(context.Background(), id, events.CancelRequested,
+		events.Note{Reason: why, Action: events.CancelStartDeadline}); err != nil {
+		t.Fatal(err)
+	}
+	st := e.waitFor(id, "FAILED", func(s events.State) bool { return s.Status.Terminal() })
+	if st.Status != events.StatusFailed || st.Reason != why {
+		t.Fatalf("%s %q; want FAILED with the deadline's reason", st.Status, st.Reason)
+	}
+	waitProc(t, pid, "")
+}

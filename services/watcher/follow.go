@@ -26,9 +26,13 @@ type Watched struct {
 	NativeID string    `json:"native_id"`
 	WorkDir  string    `json:"work_dir"`
 	Since    time.Time `json:"since"`
+	// StartBefore is the job's start-before deadline: still queued after it, the job is
+	// cancelled in the queue (events.CancelStartDeadline).
+	StartBefore *time.Time `json:"start_before,omitempty"`
 
 	goneSince time.Time // first poll that found it gone without an exit status
 	unknown   bool      // status_unknown recorded and not yet cleared
+	deadline  bool      // the start deadline's cancel request is recorded
 }
 
 // Observation is what a probe learned of one job.
@@ -151,6 +155,9 @@ func (f *follower) follow(ctx context.Context, d events.Delivery) error {
 		return nil
 	}
 	w := &Watched{JobID: st.JobID, Cluster: f.cluster, NativeID: s.NativeID, WorkDir: st.Incarnation.WorkDir, Since: d.Event.Time}
+	if st.Job != nil {
+		w.StartBefore = st.Job.StartBefore
+	}
 	b, _ := json.Marshal(w)
 	if _, err := f.kv.Put(ctx, f.cluster+"."+w.JobID, b); err != nil {
 		return err
@@ -274,6 +281,9 @@ func (f *follower) apply(ctx context.Context, w Watched, o Observation) bool {
 		if o.State != "" {
 			f.statusChange(ctx, w.JobID, o)
 		}
+		if o.State == events.StatusQueued && w.StartBefore != nil && now.After(*w.StartBefore) && !w.deadline {
+			f.startDeadline(ctx, w)
+		}
 		return false
 	}
 }
@@ -314,6 +324,26 @@ func (f *follower) statusChange(ctx context.Context, jobID string, o Observation
 	if err != nil && !errors.Is(err, events.ErrIllegalTransition) {
 		f.log.Error("recording status", "job", jobID, "err", err)
 	}
+}
+
+// startDeadline asks, once, for a job still queued past its start-before deadline to be
+// taken out of the queue; the executor's ABORT then ends it FAILED with this reason.
+func (f *follower) startDeadline(ctx context.Context, w Watched) {
+	why := "jobStartBefore: the job had not started by " + w.StartBefore.UTC().Format(time.RFC3339) +
+		", so it was cancelled in " + f.cluster + "'s queue"
+	_, err := f.deps.Store.DecideLatest(ctx, w.JobID, func(st events.State) ([]events.Event, error) {
+		if st.Status != events.StatusQueued || st.CancelRequested {
+			return nil, nil
+		}
+		e, err := events.New(w.JobID, events.CancelRequested, f.cluster, f.deps.Now(),
+			events.Note{Reason: why, Action: events.CancelStartDeadline})
+		return []events.Event{e}, err
+	})
+	if err != nil {
+		f.log.Error("asking to cancel a job past its start deadline", "job", w.JobID, "err", err)
+		return
+	}
+	f.update(w.JobID, func(x *Watched) { x.deadline = true })
 }
 
 // markUnknown records status_unknown once per job per outage.
