@@ -241,6 +241,20 @@ func TestE2ESlurm(t *testing.T) {
 	t.Run("JRDL times and reserved names", func(t *testing.T) { checkJRDLRunTime(t, h) })
 	t.Run("JRDL directory, staging and cleanup", func(t *testing.T) { checkJRDLDirectory(t, h, files) })
 
+	t.Run("jobStartBefore passes while queued", func(t *testing.T) {
+		scontrol(t, "update", "PartitionName=debug", "State=DOWN")
+		t.Cleanup(func() { scontrol(t, "update", "PartitionName=debug", "State=UP") })
+		ids := h.submitJRDL(jrdlJob(`<stringElement value="true"/>`, `<jobStartBefore>PT4S</jobStartBefore>`))
+		queued := h.waitFor(ids[0], "pending in Slurm", func(s events.State) bool { return s.NativeID != "" })
+		st := h.waitEnd(ids[0])
+		if st.Status != events.StatusFailed || !strings.Contains(st.Reason, "jobStartBefore: the job had not started by") ||
+			!strings.Contains(st.Reason, "queue") {
+			t.Fatalf("%s (%s); want FAILED, cancelled in the queue past its start deadline", st.Status, st.Reason)
+		}
+		waitUntil(t, "scancel to take the job out of the queue", func() bool { return squeueLine(t, queued.NativeID) == "" })
+		h.assertCleanHistory(ids[0])
+	})
+
 	t.Run("group cancel", func(t *testing.T) {
 		ids := h.submitJRDL(jrdlTwoSleepers)
 		for _, id := range ids[1:] {
