@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +14,9 @@ import (
 	"time"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/taskcred"
+	"github.com/gridwire/gridwire/services/ingest"
+	"github.com/gridwire/gridwire/services/property"
 )
 
 // propertyTopology is a session on the local fork cluster: a server that writes peer and
@@ -122,5 +128,68 @@ func TestPropertiesOnTheForkCluster(t *testing.T) {
 	status, _, errOut := propertyCLI(ctx, writer, "put", "peer", "late")
 	if status != exitRefused || !strings.Contains(errOut, "has ended") {
 		t.Fatalf("an ended task wrote: exit %d %q", status, errOut)
+	}
+}
+
+// What tasks set is signed like every event (the audit verifies the session), sound
+// (the invariants check each writer's declaration), and the live view rebuilt from the
+// log equals the live one; a tampered live entry is found.
+func TestPropertyReplayAndAuditVerbs(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	acc, err := h.submit.Submit(ctx, ingest.Submission{File: "props.xml", Data: []byte(ddsProperties), Submitter: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	session, writer, reader := acc.Jobs[0], acc.Jobs[1], acc.Jobs[2]
+	h.waitFor(writer, "RUNNING", isRunning)
+	h.waitFor(reader, "RUNNING", isRunning)
+	h.mu.Lock()
+	api := httptest.NewServer(h.services["readside"].sys.routes())
+	h.mu.Unlock()
+	t.Cleanup(api.Close)
+	key, err := taskcred.Open(ctx, h.client.JS, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"first", "second"} {
+		if code, body := request(t, http.MethodPut, api.URL+"/v1/tasks/self/properties/peer", key.Issue(writer), strings.NewReader(v)); code != http.StatusOK {
+			t.Fatalf("PUT: %d %s", code, body)
+		}
+	}
+	h.release(writer, "0")
+	h.release(reader, "0")
+	if st := h.waitEnd(session); st.Status != events.StatusSucceeded {
+		t.Fatalf("session %s", st.Status)
+	}
+	url := "--nats-url=" + h.natsURL()
+	out, errOut, err := runCLI(ctx, "property", "replay", url)
+	if err != nil || !strings.Contains(out, "rebuilt 1 properties") || !strings.Contains(out, "identical to the live view gridwire-properties (0 not folded there yet)") {
+		t.Fatalf("property replay: %v\n%s%s", err, out, errOut)
+	}
+	out, _, err = runCLI(ctx, "audit", "verify", session, url, "--signing-keys="+h.keysDir())
+	if err != nil || !strings.Contains(out, ": 0 broken") || strings.Contains(out, "unsigned") {
+		t.Fatalf("audit verify of the session: %v\n%s", err, out)
+	}
+	out, _, err = runCLI(ctx, "audit", "invariants", url, "--live", "")
+	if err != nil || !strings.Contains(out, "jobs 3 events ") || !strings.Contains(out, " properties 0 ") {
+		t.Fatalf("audit invariants: %v\n%s", err, out)
+	}
+	kv, err := h.client.JS.KeyValue(ctx, property.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := kv.Get(ctx, session+".g.peer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := strings.Replace(string(live.Value()), `"value":"second"`, `"value":"forged"`, 1)
+	if _, err := kv.PutString(ctx, session+".g.peer", forged); err != nil || forged == string(live.Value()) {
+		t.Fatalf("forging %s: %v", live.Value(), err)
+	}
+	out, _, err = runCLI(ctx, "property", "replay", url)
+	var ec exitCode
+	if !errors.As(err, &ec) || ec != exitFailed || !strings.Contains(out, `differs: `+session+`.g.peer: live "forged"`) {
+		t.Fatalf("property replay of a tampered view: %v\n%s", err, out)
 	}
 }
