@@ -71,7 +71,7 @@ func (f *ForkTarget) Start(ctx context.Context, st events.State) (events.Started
 		}
 		return events.StartedData{}, err
 	}
-	env, err := f.Properties.env(ctx, st, nil)
+	env, err := f.Properties.env(ctx, st, nil, false)
 	var cmd *exec.Cmd
 	if err == nil {
 		cmd, err = f.command(wd, st.JobID, script.Body, env)

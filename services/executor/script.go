@@ -87,7 +87,7 @@ func (s *ScriptTarget) Start(ctx context.Context, st events.State) (events.Start
 	if err := s.installStatics(ctx, sh, inc.StaticScripts); err != nil {
 		return events.StartedData{}, fmt.Errorf("installing static scripts on %s: %w", sh.Host(), err)
 	}
-	env, err := s.Properties.env(ctx, st, sh)
+	env, err := s.Properties.env(ctx, st, sh, s.Batch)
 	if err != nil {
 		return events.StartedData{}, err
 	}

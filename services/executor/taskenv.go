@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/pkg/sshx"
@@ -30,12 +31,18 @@ type forwarder interface {
 }
 
 // env is what a task is given to reach the property API through sh, nil for a job that
-// has no properties (or an executor without the API).
-func (p *Properties) env(ctx context.Context, st events.State, sh Shell) ([]events.EnvVar, error) {
+// has no properties (or an executor without the API). batch says a batch system started
+// from this host runs the task, maybe on another node: it is given the listener's own
+// address (this host's name when the listener takes every address), which other nodes
+// reach when the gateway listens beyond loopback.
+func (p *Properties) env(ctx context.Context, st events.State, sh Shell, batch bool) ([]events.EnvVar, error) {
 	if p == nil || p.Addr == "" || !st.Job.HasProperties() {
 		return nil, nil
 	}
 	addr := p.local()
+	if batch {
+		addr = p.network()
+	}
 	if fw, ok := sh.(forwarder); ok {
 		var err error
 		if addr, err = fw.Forward(ctx, p.dial); err != nil {
@@ -57,6 +64,20 @@ func (p *Properties) local() string {
 			return net.JoinHostPort("::1", port)
 		}
 		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return p.Addr
+}
+
+// network is Addr as another machine dials it: this host's name for an unspecified host.
+func (p *Properties) network() string {
+	host, port, err := net.SplitHostPort(p.Addr)
+	if err != nil {
+		return p.Addr
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		if name, err := os.Hostname(); err == nil {
+			return net.JoinHostPort(name, port)
+		}
 	}
 	return p.Addr
 }

@@ -79,3 +79,26 @@ func TestStartScriptGivesEachJobItsOwnCredential(t *testing.T) {
 		t.Fatal("a credential ran as shell")
 	}
 }
+
+// A task is given the address its host dials: loopback on this host, this host's name
+// for a batch system's node when the gateway listens on every address.
+func TestPropertyAddressByWhereTheTaskRuns(t *testing.T) {
+	host, _ := os.Hostname()
+	for _, c := range []struct {
+		addr  string
+		batch bool
+		want  string
+	}{
+		{"0.0.0.0:8080", false, "http://127.0.0.1:8080"},
+		{"[::]:8080", false, "http://[::1]:8080"},
+		{"127.0.0.1:8080", false, "http://127.0.0.1:8080"},
+		{"0.0.0.0:8080", true, "http://" + host + ":8080"},
+		{"10.1.2.3:8080", true, "http://10.1.2.3:8080"},
+	} {
+		p := &Properties{Addr: c.addr, Credential: func(string) string { return "t" }}
+		env, err := p.env(context.Background(), ddsState(events.NewID(), events.IncarnatedData{}, true), target.Local{}, c.batch)
+		if err != nil || len(env) != 2 || env[0].Value != c.want {
+			t.Errorf("%s (batch %v): %v %v, want %s", c.addr, c.batch, env, err, c.want)
+		}
+	}
+}
