@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -142,10 +143,16 @@ type watcher struct {
 	vals chan property.Value
 }
 
-func (e *env) watch(tk *events.Job, query string) *watcher {
+func (e *env) watch(tk *events.Job, query string) *watcher { return e.watchFrom(tk, query, 0) }
+
+// watchFrom opens a watch that resumes after sequence last (SSE's Last-Event-ID).
+func (e *env) watchFrom(tk *events.Job, query string, last uint64) *watcher {
 	e.t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/v1/tasks/self/properties?watch=1"+query, nil)
 	req.Header.Set("Authorization", "Bearer "+e.key.Issue(tk.ID))
+	if last > 0 {
+		req.Header.Set("Last-Event-ID", strconv.FormatUint(last, 10))
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		e.t.Fatal(err)
@@ -225,9 +232,15 @@ func TestWriterReachesReader(t *testing.T) {
 		t.Fatalf("session history holds %q", sets)
 	}
 	// A watch opened later starts with the current value; one resumed after the last
-	// id it saw gets nothing already seen.
-	if v := e.watch(reader, "&key=peer").next(t); v.Value != "10.0.0.2:4000" {
-		t.Fatalf("late watch starts with %+v", v)
+	// id it saw gets nothing already seen, and then the next value.
+	late := e.watch(reader, "&key=peer").next(t)
+	if late.Value != "10.0.0.2:4000" {
+		t.Fatalf("late watch starts with %+v", late)
+	}
+	resumed := e.watchFrom(reader, "&key=peer", late.Seq)
+	e.mustPut(writer, "peer", "10.0.0.3:4000")
+	if v := resumed.next(t); v.Value != "10.0.0.3:4000" {
+		t.Fatalf("a watch resumed after seq %d delivered %+v first", late.Seq, v)
 	}
 }
 

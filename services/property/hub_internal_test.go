@@ -1,0 +1,34 @@
+package property
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/gridwire/gridwire/events"
+)
+
+// A watcher that falls 256 values behind is cut off (its queue closed, to resume from
+// its last id), and no other session's values reach it; the hub keeps the latest.
+func TestHubCutsOffASlowWatcherOnly(t *testing.T) {
+	h := newHub()
+	slow, _ := h.subscribe("S1")
+	other, _ := h.subscribe("S2")
+	for i := 1; i <= 300; i++ {
+		d := events.PropertySetData{Key: "k" + strconv.Itoa(i%3), Value: "v", Scope: events.ScopeGlobal}
+		h.publish(EntryKey("S1", d), Entry{Session: "S1", PropertySetData: d, Seq: uint64(i)})
+	}
+	n := 0
+	for range slow.ch {
+		n++
+	}
+	if n != 256 {
+		t.Fatalf("the slow watcher got %d before its queue closed, want 256", n)
+	}
+	if len(other.ch) != 0 || other.cut {
+		t.Fatalf("another session's watcher got %d values (cut %v)", len(other.ch), other.cut)
+	}
+	if now := h.snapshot("S1"); len(now) != 3 || now[2].Seq != 300 {
+		t.Fatalf("the hub holds %d entries, last %+v; want the 3 keys' latest", len(now), now[len(now)-1])
+	}
+	h.unsubscribe("S1", slow) // after a cut: nothing to do, no panic
+}
