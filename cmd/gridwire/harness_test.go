@@ -16,6 +16,7 @@ import (
 	"github.com/gridwire/gridwire/pkg/bus"
 	"github.com/gridwire/gridwire/pkg/cluster"
 	"github.com/gridwire/gridwire/services/ingest"
+	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -31,6 +32,8 @@ type harness struct {
 	client *bus.Bus
 	store  *events.Store
 	submit *ingest.Service
+	// wrapJS wraps every service's JetStream client (fault tests); nil: not.
+	wrapJS func(jetstream.JetStream) jetstream.JetStream
 
 	mu       sync.Mutex
 	services map[string]*running
@@ -47,7 +50,14 @@ func newHarness(t *testing.T) *harness { return newHarnessWith(t, cluster.Defaul
 // newHarnessWith runs the named services (all by default) with the operator's config.
 func newHarnessWith(t *testing.T, cfg cluster.Config, services ...string) *harness {
 	t.Helper()
-	h := &harness{t: t, cfg: cfg, dir: t.TempDir(), services: map[string]*running{}}
+	return newHarnessWrapped(t, cfg, nil, services...)
+}
+
+// newHarnessWrapped is newHarnessWith whose services' JetStream clients are wrapped
+// (nil: not), as the fault tests wrap them in pkg/natsfault.
+func newHarnessWrapped(t *testing.T, cfg cluster.Config, wrap func(jetstream.JetStream) jetstream.JetStream, services ...string) *harness {
+	t.Helper()
+	h := &harness{t: t, cfg: cfg, dir: t.TempDir(), services: map[string]*running{}, wrapJS: wrap}
 	h.startServer("127.0.0.1:0")
 	cl, err := bus.Open(context.Background(), bus.Config{URL: h.natsURL(), Name: "test-client"})
 	if err != nil {
@@ -141,7 +151,7 @@ func (h *harness) start(name string) {
 		h.t.Fatal(err)
 	}
 	// Tests run as root on CI: the built-in cluster's jobs run as root by consent.
-	sys := &system{bus: b, cfg: h.cfg, data: h.dir, log: log, host: "test", stager: stg, allowRootJobs: true}
+	sys := &system{bus: b, cfg: h.cfg, data: h.dir, log: log, host: "test", stager: stg, allowRootJobs: true, wrapJS: h.wrapJS}
 	ctx, cancel := context.WithCancel(context.Background())
 	g, gctx := errgroup.WithContext(ctx)
 	if err := sys.start(gctx, g, []string{name}, nil); err != nil {

@@ -111,6 +111,9 @@ type system struct {
 	cacheBytes int64
 	// keys sign what this process's services append; nil until first needed (keyring).
 	keys *keyset
+	// wrapJS, when set, wraps every service's JetStream client (the fault tests put
+	// pkg/natsfault there); nil in every command.
+	wrapJS func(jetstream.JetStream) jetstream.JetStream
 	// stager is the config's stager section, read and validated when the config is.
 	stager stager.Config
 	// own are this process's listening addresses, which staging never reaches.
@@ -244,6 +247,9 @@ func (s *system) connectFor(service, clusterName string) (conn, error) {
 	if err != nil {
 		nc.Close()
 		return conn{}, err
+	}
+	if s.wrapJS != nil {
+		js = s.wrapJS(js)
 	}
 	s.conns = append(s.conns, nc)
 	if s.cache == nil {
