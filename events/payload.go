@@ -39,10 +39,11 @@ type IncarnatedData struct {
 	Cluster     string            `json:"cluster"`
 	Queue       string            `json:"queue,omitempty"`
 	LRMS        string            `json:"lrms,omitempty"`
-	Profile     string            `json:"profile"`      // profile name used
-	ProfileHash string            `json:"profile_hash"` // hash of the whole profile set
-	WorkDir     string            `json:"work_dir"`     // the job's working directory on the target
-	Scripts     map[string]Script `json:"scripts"`      // by template name: START, ABORT, ...
+	Profile     string            `json:"profile"`        // profile name used
+	ProfileHash string            `json:"profile_hash"`   // hash of the whole profile set
+	WorkDir     string            `json:"work_dir"`       // the job's working directory on the target
+	Host        string            `json:"host,omitempty"` // of a cluster of several, when the job's requirements choose one
+	Scripts     map[string]Script `json:"scripts"`        // by template name: START, ABORT, ...
 	// NativeIDPattern extracts the native ID from START's output (first group).
 	NativeIDPattern string `json:"native_id_pattern,omitempty"`
 	// StatusPattern is applied to each line of GET_JOB_STATUS's output; its named groups

@@ -46,6 +46,9 @@ type Requirements struct {
 	// Attributes bound further attributes of the target's system info, by the names the
 	// gateway's config gives them (ram_available, storage_available, free_cpu, gpus, ...).
 	Attributes []AttributeRequirement `json:"attributes,omitempty"`
+	// Placement chooses the host within a cluster of several hosts for jobs that must
+	// share one or spread over them (DDS collections and maxinstances).
+	Placement *HostPlacement `json:"placement,omitempty"`
 	// Unsupported holds requirements the description states but the gateway has no way
 	// to check. No target meets them, so a job never runs where one would be ignored.
 	Unsupported []UnsupportedRequirement `json:"unsupported,omitempty"`
@@ -175,4 +178,18 @@ func (r *Requirements) Names(lrms string) bool {
 		}
 	}
 	return false
+}
+
+// HostPlacement places a job on one host of its cluster, among the hosts its Hosts
+// requirements name. Jobs are counted in units: a unit is a job alone, or every job of
+// one parent with the same Together key (a DDS collection instance), which run on one
+// host. Units of one parent with the same Spread name are dealt to hosts in order,
+// at most MaxPerHost to a host when it is set (DDS's maxinstances); a unit with no
+// limit goes to the host its key hashes to.
+type HostPlacement struct {
+	Together   string `json:"together,omitempty"`     // the unit's key among its parent's children
+	Spread     string `json:"spread,omitempty"`       // the name units are counted under
+	Index      int    `json:"index"`                  // the unit's place among those with its Spread name, from 0
+	MaxPerHost int    `json:"max_per_host,omitempty"` // 0: no limit
+	From       Origin `json:"from,omitzero"`          // where MaxPerHost was written
 }

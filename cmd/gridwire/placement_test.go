@@ -55,8 +55,10 @@ func TestPlacementFromEachLanguage(t *testing.T) {
 		{"DDS hostname, the +. form", "i.xml", dds(`<declrequirement name="r" type="hostname" value="+.example.org"/>`), "cluster hpc"},
 		{"DDS gpu", "j.xml", dds(`<declrequirement name="r" type="gpu" value="8"/>`),
 			"hpc: topology/declrequirement[r] (line 1): the job needs at least 8, the cluster has 4"},
-		{"DDS custom", "k.xml", dds(`<declrequirement name="r" type="custom" value="x"/>`),
-			`hpc: topology/declrequirement[r] (line 1): requirement type "custom" is not supported here`},
+		// DDS's scheduler accepts custom requirements unread; the first cluster takes it.
+		{"DDS custom", "k.xml", dds(`<declrequirement name="r" type="custom" value="x"/>`), "cluster local"},
+		{"DDS groupname", "l.xml", dds(`<declrequirement name="r" type="groupname" value="g1"/>`),
+			`hpc: topology/declrequirement[r] (line 1): requirement type groupname ("g1") names a group of DDS agents`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

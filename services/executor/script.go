@@ -83,7 +83,7 @@ func (s *ScriptTarget) Start(ctx context.Context, st events.State) (events.Start
 	if err != nil {
 		return events.StartedData{}, fmt.Errorf("job %s: native ID pattern: %w", st.JobID, err)
 	}
-	sh := s.shellFor(st.JobID)
+	sh := s.shellFor(st)
 	if err := s.installStatics(ctx, sh, inc.StaticScripts); err != nil {
 		return events.StartedData{}, fmt.Errorf("installing static scripts on %s: %w", sh.Host(), err)
 	}
@@ -142,7 +142,7 @@ func (s *ScriptTarget) FindRun(ctx context.Context, st events.State) (events.Sta
 	if err != nil {
 		return events.StartedData{}, false, fmt.Errorf("job %s: native ID pattern: %w", st.JobID, err)
 	}
-	sh := s.shellAt(st.Host, st.JobID)
+	sh := s.shellAt(st.Host, st)
 	nonce := newNonce()
 	wd := shellquote.Quote(inc.WorkDir)
 	script := "{\nexec </dev/null\ngw_nonce=" + nonce + " gw_stale=" + strconv.Itoa(int(max(s.stale(), time.Minute)/time.Minute)) + "\n" +
@@ -202,7 +202,7 @@ func (s *ScriptTarget) batcher(sh Shell) *startBatcher {
 // Control implements Controller: the profile's script for the action, with the job's
 // native ID, on the host that started it.
 func (s *ScriptTarget) Control(ctx context.Context, st events.State, script string) (target.Output, error) {
-	return runControl(ctx, s.shellAt(st.Host, st.JobID), st, script)
+	return runControl(ctx, s.shellAt(st.Host, st), st, script)
 }
 
 // runControl runs one of the job's control scripts (ABORT, HOLD, RESUME) on sh.
@@ -218,21 +218,30 @@ func runControl(ctx context.Context, sh Shell, st events.State, script string) (
 	return sh.Run(ctx, target.WithVars(vars, body.Body))
 }
 
-// shellFor picks the job's host: the same one for every attempt, spread over the hosts.
-func (s *ScriptTarget) shellFor(jobID string) Shell {
+// shellFor picks the job's host: the one its incarnation chose (host requirements,
+// a DDS collection's host), else one spread over the hosts by the job's ID, the same for
+// every delivery.
+func (s *ScriptTarget) shellFor(st events.State) Shell {
+	if st.Incarnation != nil && st.Incarnation.Host != "" {
+		for _, sh := range s.Shells {
+			if sh.Host() == st.Incarnation.Host {
+				return sh
+			}
+		}
+	}
 	h := fnv.New32a()
-	h.Write([]byte(jobID))
+	h.Write([]byte(st.JobID))
 	return s.Shells[int(h.Sum32()%uint32(len(s.Shells)))]
 }
 
 // shellAt is the shell of the host a job started on.
-func (s *ScriptTarget) shellAt(host, jobID string) Shell {
+func (s *ScriptTarget) shellAt(host string, st events.State) Shell {
 	for _, sh := range s.Shells {
 		if sh.Host() == host {
 			return sh
 		}
 	}
-	return s.shellFor(jobID)
+	return s.shellFor(st)
 }
 
 // nativeID applies the profile's pattern to START's output: group 1 of the first line

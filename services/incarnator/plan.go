@@ -166,11 +166,19 @@ func (p *ProfilePlanner) PlanAttempt(job events.Job, attempt int) (events.Incarn
 	rendering := false
 	for _, t := range p.targets {
 		why := t.exclusions(&job)
+		host, hostWhy := "", ""
+		if len(why) == 0 {
+			host, hostWhy = t.placeHost(&job)
+		}
+		if hostWhy != "" {
+			why = append(why, hostWhy)
+		}
 		if len(why) > 0 {
 			excluded[t.cl.Name] = reasons(why)
 			continue
 		}
 		inc, err := t.render(&job, attempt, p.set.Hash)
+		inc.Host = host
 		if err != nil {
 			// Another matching cluster's profile may take the job (other limits,
 			// another template); every cluster's reason is reported if none does.

@@ -104,8 +104,12 @@ func TestRequirementsAreCanonical(t *testing.T) {
 		if len(r.Attributes) != 1 || r.Attributes[0].Name != "gpus" || *r.Attributes[0].AtLeast != 2 {
 			t.Errorf("attributes %+v", r.Attributes)
 		}
-		if len(r.Unsupported) != 1 || r.Unsupported[0].From.Field != "topology/declrequirement[c]" {
-			t.Errorf("unsupported %+v", r.Unsupported)
+		// custom is accepted unread, as DDS's scheduler does; maxinstances places.
+		if len(r.Unsupported) != 0 {
+			t.Errorf("unsupported %+v, want none (custom is not checked)", r.Unsupported)
+		}
+		if p := r.Placement; p == nil || p.MaxPerHost != 3 || p.Spread != "a" || p.Index != 0 || p.From.Field != "topology/declrequirement[m]" {
+			t.Errorf("placement %+v, want at most 3 of task a to a host", p)
 		}
 	})
 }

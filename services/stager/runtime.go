@@ -90,7 +90,11 @@ func (s *stager) runtimeValues(ctx context.Context, st events.State, names []str
 	if !ok || cl.Kind == cluster.KindFork {
 		out, err = runLocal(ctx, script, cl.RunAs)
 	} else {
-		out, err = s.runRemote(ctx, cl, st.Host, script)
+		host := st.Host
+		if host == "" && st.Incarnation != nil {
+			host = st.Incarnation.Host
+		}
+		out, err = s.runRemote(ctx, cl, host, script)
 	}
 	if err != nil {
 		return nil, err

@@ -36,8 +36,11 @@ func (s *stager) openDir(ctx context.Context, st events.State, dir string, bare 
 		return d, nil
 	}
 	host := cl.Hosts[0]
-	if slices.Contains(cl.Hosts, st.Host) {
-		host = st.Host
+	switch {
+	case slices.Contains(cl.Hosts, st.Host):
+		host = st.Host // where it ran
+	case st.Incarnation != nil && slices.Contains(cl.Hosts, st.Incarnation.Host):
+		host = st.Incarnation.Host // where it will run
 	}
 	c, err := s.ssh.sftp(ctx, host, target.ClusterLogin(cl), false)
 	if err != nil {

@@ -67,6 +67,8 @@ type task struct {
 	requirements []events.DDSRequirement
 	placement    events.Requirements // requirements in the gateway's terms
 	restarts     int                 // runs after a crash (TaskCrashed → RestartTask n)
+	maxPerHost   int                 // a maxinstances requirement's value, 0 for none
+	maxFrom      events.Origin
 	properties   []events.DDSProperty
 	triggers     []events.DDSTrigger
 	assets       []events.DDSAsset
@@ -88,6 +90,8 @@ type collection struct {
 	name         string
 	requirements []events.DDSRequirement
 	placement    events.Requirements
+	maxPerHost   int // a maxinstances requirement's value, 0 for none
+	maxFrom      events.Origin
 	entries      []entry // task entries in order, each counted
 	size         int     // task instances in one collection instance
 }

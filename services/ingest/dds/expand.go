@@ -15,10 +15,13 @@ type expander struct {
 	t        *topology
 	jobs     []events.Job
 	counters map[string]int
+	// units counts the instances of each task outside collections and of each
+	// collection, by name, as DDS's scheduler counts them against maxinstances.
+	units map[string]int
 }
 
 func expand(t *topology, jobs []events.Job) []events.Job {
-	e := &expander{t: t, jobs: jobs, counters: map[string]int{}}
+	e := &expander{t: t, jobs: jobs, counters: map[string]int{}, units: map[string]int{}}
 	e.group(&t.main, t.mainName)
 	return e.jobs
 }
@@ -28,7 +31,7 @@ func (e *expander) group(g *group, path string) {
 		for _, m := range g.members {
 			switch m.kind {
 			case "task":
-				e.task(e.t.tasks[m.name], path+"/"+m.name, g.name, nil, "", -1)
+				e.task(e.t.tasks[m.name], path+"/"+m.name, g.name, nil, "", -1, e.alone(e.t.tasks[m.name]))
 			case "collection":
 				e.collection(e.t.collections[m.name], path+"/"+m.name, g.name)
 			case "group":
@@ -42,14 +45,28 @@ func (e *expander) collection(c *collection, static, groupName string) {
 	index := e.counters[static]
 	e.counters[static] = index + 1
 	cpath := static + "_" + strconv.Itoa(index)
+	unit := e.units["collection\x00"+c.name]
+	e.units["collection\x00"+c.name] = unit + 1
+	place := &events.HostPlacement{Together: cpath, Spread: c.name, Index: unit, MaxPerHost: c.maxPerHost, From: c.maxFrom}
 	for _, en := range c.entries {
 		for k := 0; k < en.n; k++ {
-			e.task(e.t.tasks[en.task], cpath+"/"+en.task, groupName, c, cpath, index)
+			e.task(e.t.tasks[en.task], cpath+"/"+en.task, groupName, c, cpath, index, place)
 		}
 	}
 }
 
-func (e *expander) task(tk *task, static, groupName string, c *collection, cpath string, cindex int) {
+// alone is the placement of an instance of a task outside any collection: counted
+// against the task's maxinstances, when it has one.
+func (e *expander) alone(tk *task) *events.HostPlacement {
+	if tk.maxPerHost == 0 {
+		return nil
+	}
+	unit := e.units["task\x00"+tk.name]
+	e.units["task\x00"+tk.name] = unit + 1
+	return &events.HostPlacement{Spread: tk.name, Index: unit, MaxPerHost: tk.maxPerHost, From: tk.maxFrom}
+}
+
+func (e *expander) task(tk *task, static, groupName string, c *collection, cpath string, cindex int, place *events.HostPlacement) {
 	index := e.counters[static]
 	e.counters[static] = index + 1
 	taskPath := static + "_" + strconv.Itoa(index)
@@ -71,11 +88,13 @@ func (e *expander) task(tk *task, static, groupName string, c *collection, cpath
 		events.EnvVar{Name: "DDS_GROUP_NAME", Value: groupName})
 	collName := ""
 	if c != nil {
+		// Inside a collection only the collection's requirements count, as DDS's
+		// scheduler places a collection instance by them alone (the tasks' own are not
+		// read there).
 		ctx.CollectionName, collName = c.name, c.name
-		if len(c.requirements) > 0 {
-			ctx.Requirements, placement = c.requirements, c.placement
-		}
+		ctx.Requirements, placement = c.requirements, c.placement
 	}
+	placement.Placement = place
 	// DDS sets DDS_COLLECTION_NAME always, empty outside a collection (CommanderChannel.cpp).
 	env = append(env, events.EnvVar{Name: "DDS_COLLECTION_NAME", Value: collName})
 	env = append(env, events.EnvVar{Name: "DDS_TASK_NAME", Value: tk.name},

@@ -83,6 +83,7 @@ func (d *decoder) task(el *xmltree.Element, path string, t *topology) {
 		return
 	}
 	tk.placement = t.placement(tk.requirements)
+	tk.maxPerHost, tk.maxFrom = t.maxPerHost(tk.requirements)
 	tk.restarts = restarts(tk.triggers)
 	tk.hash = tk.hashString()
 	t.tasks[name] = tk
@@ -187,6 +188,7 @@ func (d *decoder) collection(el *xmltree.Element, path string, t *topology) {
 		return
 	}
 	col.placement = t.placement(col.requirements)
+	col.maxPerHost, col.maxFrom = t.maxPerHost(col.requirements)
 	t.collections[name] = col
 }
 
