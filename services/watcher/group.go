@@ -109,8 +109,10 @@ func groupChildren(ctx context.Context, deps Deps, parentID string) ([]events.St
 	return out, nil
 }
 
-// endSiblings asks every sibling of a co-allocated subjob that ended without success to
-// cancel, with the subjob's reason, unless its policy lets them continue.
+// endSiblings asks every started sibling of a co-allocated subjob that ended without
+// success to cancel, with the subjob's reason, unless its policy lets them continue. A
+// sibling not started yet never starts: the executor fails it (coalloc.go), and a
+// cancel raced with that, ending it CANCELLED "before it was queued" without the reason.
 func endSiblings(ctx context.Context, deps Deps, ended events.State, children []events.State) error {
 	j := ended.Job
 	if !j.Coallocated() || j.Coallocation.OnSiblingEnd == events.SiblingsContinue {
@@ -122,7 +124,9 @@ func endSiblings(ctx context.Context, deps Deps, ended events.State, children []
 	}
 	for _, id := range events.Siblings(j, children) {
 		_, err := deps.Store.Decide(ctx, id, func(s events.State) ([]events.Event, error) {
-			if s.Status.Terminal() || s.CancelRequested {
+			// A sibling that has not started is the executor's: it fails it with this
+			// subjob's reason before it starts (co-allocation, all or none).
+			if s.Status.Terminal() || s.CancelRequested || s.NativeID == "" {
 				return nil, nil
 			}
 			ev, err := events.New(s.JobID, events.CancelRequested, s.Cluster, deps.Now(), events.Note{Reason: reason})
