@@ -13,6 +13,7 @@ import (
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/pkg/cluster"
 	"github.com/gridwire/gridwire/pkg/shellquote"
+	"github.com/gridwire/gridwire/pkg/substitute"
 	"github.com/gridwire/gridwire/pkg/target"
 )
 
@@ -43,11 +44,24 @@ func (s *stager) targetJob(ctx context.Context, st events.State) (events.Job, er
 	return job.Substitute(vals), nil
 }
 
-// runtimeNames are the run-time names the job uses that a target evaluates, sorted.
+// runtimeNames are the run-time names a target evaluates that the job uses where the
+// stager reads: its directory, default storage base, stdio, staging lists and cleanup
+// (a name used only in the program's words is the JOB script's alone), sorted.
 func runtimeNames(job events.Job) []string {
+	fields := []string{job.Directory, job.DefaultStorageBase, job.Stdin}
+	fields = append(append(append(fields, job.Stdout...), job.Stderr...), job.Cleanup...)
+	for _, f := range append(slices.Clone(job.StageIn), job.StageOut...) {
+		fields = append(fields, f.From, f.To)
+	}
+	used := map[string]bool{}
+	for _, f := range fields {
+		for _, n := range substitute.Names(f) {
+			used[n] = true
+		}
+	}
 	var names []string
 	for _, n := range job.Substitutions {
-		if _, ok := events.RuntimeValues[n]; ok {
+		if _, ok := events.RuntimeValues[n]; ok && used[n] {
 			names = append(names, n)
 		}
 	}

@@ -84,3 +84,16 @@ func TestRuntimeNamesInStagingOverSSH(t *testing.T) {
 		t.Error("the values were not read on the host")
 	}
 }
+
+// Only names used where the stager reads are asked of the target: a job whose reserved
+// names are in its program's words alone costs no command on the host.
+func TestRuntimeNamesOnlyWhereTheStagerReads(t *testing.T) {
+	job := events.Job{Substitutions: []string{"HOME", "JOBID", "LOGNAME"}, Arguments: []string{"{HOME}"},
+		Stdout: []string{"{JOBID}.out"}, StageIn: []events.FileCopy{{From: "/x", To: "{LOGNAME}"}}}
+	if got := runtimeNames(job); strings.Join(got, ",") != "JOBID,LOGNAME" {
+		t.Errorf("names %v; want JOBID and LOGNAME (HOME is only in the arguments)", got)
+	}
+	if got := runtimeNames(events.Job{Substitutions: []string{"HOME"}, Arguments: []string{"{HOME}"}}); len(got) != 0 {
+		t.Errorf("names %v; want none", got)
+	}
+}
