@@ -152,3 +152,29 @@ func TestUploadsOverHTTP(t *testing.T) {
 		t.Errorf("with every upload: %d %v", code, body)
 	}
 }
+
+// The spec's relative STDIN in a JRDL document is a file on the submitter's disk, asked
+// for as an upload like a v3 description's, and staged from the upload once given.
+func TestJRDLRelativeStdinIsUploaded(t *testing.T) {
+	store := &memStore{}
+	svc, err := New(Config{}, Deps{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := `<jrdl><job><executable><path><stringElement value="/bin/cat"/></path></executable>
+<stdin><path><stringElement value="STDIN"/></path></stdin></job></jrdl>`
+	submit := func(up Uploads) error {
+		_, err := svc.Submit(context.Background(), Submission{File: "job.jrdl", Data: []byte(doc), Uploads: up})
+		return err
+	}
+	var need *UploadsRequiredError
+	if err := submit(Uploads{}); !errors.As(err, &need) || !slices.Equal(need.Names, []string{"STDIN"}) {
+		t.Fatalf("no uploads yet: %v", err)
+	}
+	if err := submit(Uploads{"STDIN": "01J00000000000000000000003/STDIN"}); err != nil {
+		t.Fatal(err)
+	}
+	if j := submittedJob(t, store.created[len(store.created)-1]); j.Stdin != "gridwire-upload://01J00000000000000000000003/STDIN" {
+		t.Errorf("stdin %q", j.Stdin)
+	}
+}
