@@ -145,13 +145,15 @@ func TestFileRootsConfineFileURLs(t *testing.T) {
 
 func TestConfigFromYAML(t *testing.T) {
 	var cfg Config
-	src := "max_transfer_attempts: 5\nbackoff_base: 2s\nhttp:\n  allow: [storage.example.org]\n  deny: [10.0.0.0/8]\nfile_roots: [/srv/data, {path: \"/srv/out/{principal}\", access: write, clusters: [hpc], principals: [ann]}]\nssh:\n  user: stager\n"
+	src := "max_transfer_attempts: 5\nbackoff_base: 2s\nhttp:\n  allow: [storage.example.org]\n  deny: [10.0.0.0/8]\nfile_roots: [/srv/data, {path: \"/srv/out/{principal}\", access: write, clusters: [hpc], principals: [ann]}]\nssh:\n  user: stager\n" +
+		"plugins:\n  - command: [/usr/local/bin/gridwire, transfer-plugin, globus-url-copy]\n    schemes: [gsiftp, ftp]\n    timeout: 30m\n"
 	if err := yaml.Unmarshal([]byte(src), &cfg); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.MaxTransferAttempts != 5 || cfg.BackoffBase != 2*time.Second || cfg.HTTP.Allow[0] != "storage.example.org" ||
 		cfg.FileRoots[0].Path != "/srv/data" || cfg.FileRoots[1].access() != AccessWrite ||
-		cfg.FileRoots[1].Principals[0] != "ann" || cfg.SSH.User != "stager" {
+		cfg.FileRoots[1].Principals[0] != "ann" || cfg.SSH.User != "stager" ||
+		len(cfg.Plugins) != 1 || cfg.Plugins[0].Timeout != 30*time.Minute || cfg.Plugins[0].Schemes[1] != "ftp" || cfg.Plugins[0].Command[1] != "transfer-plugin" {
 		t.Errorf("decoded %+v", cfg)
 	}
 	if err := cfg.Validate(); err != nil {
