@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gridwire/gridwire/events"
 )
@@ -147,5 +148,29 @@ func TestTransferPluginConfig(t *testing.T) {
 	err := Run(context.Background(), Config{Plugins: []Plugin{p}}, Deps{JS: e.bus.JS, Store: e.store})
 	if !errors.Is(err, ErrPlugin) || !strings.Contains(err.Error(), `"gsiftp"`) {
 		t.Errorf("a plugin that does not serve its scheme: %v", err)
+	}
+}
+
+// BenchmarkPluginTransfer is the cost of one small file through a transfer plugin (the
+// curl test plugin against a loopback web server): temporary files, the infile, one
+// plugin process (sh, sed and curl), the outfile read back.
+func BenchmarkPluginTransfer(b *testing.B) {
+	srv := httptest.NewServer(&store{files: map[string]string{"/f": strings.Repeat("x", 4096)}, gets: map[string]int{}})
+	defer srv.Close()
+	p, err := filepath.Abs("testdata/curl-plugin")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ep := &pluginEndpoint{p: Plugin{Command: []string{p}, Schemes: []string{"gwhttp"}, Timeout: time.Minute},
+		policy: compiled(b, testPolicy())}
+	url := "gwhttp" + strings.TrimPrefix(srv.URL, "http") + "/f"
+	b.ResetTimer()
+	for range b.N {
+		r, _, err := ep.open(context.Background(), url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, r)
+		r.Close()
 	}
 }
