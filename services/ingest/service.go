@@ -97,8 +97,9 @@ type Accepted struct {
 
 // Service accepts submissions. It is safe for concurrent use.
 type Service struct {
-	cfg  Config
-	deps Deps
+	cfg    Config
+	deps   Deps
+	fields *fieldCache // the job types' fields, for validateJob
 }
 
 // New returns a Service.
@@ -118,7 +119,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	if cfg.Queue == "" {
 		cfg.Queue = "ingest"
 	}
-	return &Service{cfg: cfg, deps: deps}, nil
+	return &Service{cfg: cfg, deps: deps, fields: &fieldCache{}}, nil
 }
 
 // Run serves the NATS request endpoints (submissions, and external events when
@@ -185,7 +186,7 @@ func (s *Service) Parse(sub Submission) ([]events.Job, error) {
 		return nil, &ParseError{[]Problem{{File: sub.File, Line: 1, Col: 1, Field: "(document)", What: "no job in the document"}}}
 	}
 	for i, j := range jobs {
-		if err := validateJob(j); err != nil {
+		if err := validateJob(j, s.fields); err != nil {
 			return nil, fmt.Errorf("%w: %s: job %d: %v", ErrInvalid, sub.File, i, err)
 		}
 	}
