@@ -99,7 +99,7 @@ func fillLog(ctx context.Context, e *env, dir string, tmpl []events.Event, n, ke
 	}
 	defer sys.close()
 	var sample []string
-	const chunk = 4096
+	const chunk = 2048 // below the async publisher's limit of outstanding messages (4,000)
 	for from := 0; from < n; from += chunk {
 		ids, err := fillChunk(ctx, sys.bus.JS, tmpl, min(chunk, n-from), from)
 		if err != nil {
@@ -113,7 +113,7 @@ func fillLog(ctx context.Context, e *env, dir string, tmpl []events.Event, n, ke
 				sample[rand.IntN(keep)] = id
 			}
 		}
-		if from%(chunk*64) == 0 && from > 0 {
+		if from%(chunk*128) == 0 && from > 0 {
 			fmt.Fprintf(e.stderr, "bench: %d of %d histories stored\n", from, n)
 		}
 	}
