@@ -70,3 +70,27 @@ func BenchmarkCreate(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReadJob reads one job's stored events, at random among 20,000 jobs of two
+// events each, as the read API does: through its links with the subject count
+// (Stored), and, the way the API read before, by a scan of the stream for the job's
+// subjects from the first sequence (Scan).
+func BenchmarkReadJob(b *testing.B) {
+	_, st := openStoreB(b)
+	ids := fill(b, st, 20000)
+	ctx := context.Background()
+	b.Run("Stored", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			if evs, err := st.Stored(ctx, ids[(i*7919)%len(ids)]); err != nil || len(evs) != 2 {
+				b.Fatalf("%v %d", err, len(evs))
+			}
+		}
+	})
+	b.Run("Scan", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			if evs, _, err := st.Scan(ctx, events.JobFilter(ids[(i*7919)%len(ids)]), 1, 1024); err != nil || len(evs) != 2 {
+				b.Fatalf("%v %d", err, len(evs))
+			}
+		}
+	})
+}
