@@ -123,6 +123,8 @@ func groupStepFor(n Name) stepFunc {
 		return applyGroupEnd(n)
 	case CancelRequested, HoldRequested, ResumeRequested, ActionFailed:
 		return stepFor(n)
+	case SessionUpdated:
+		return applySessionUpdated
 	case Submitted:
 		return applySubmitted
 	case PropertySet:
@@ -202,4 +204,34 @@ func Siblings(j *Job, children []State) []string {
 		}
 	}
 	return ids
+}
+
+// applySessionUpdated changes a session's children: the removed leave it, the added join
+// it at the end. The parent's job is copied, never changed in place. (A projection that
+// keeps no children, such as the job table, folds it too, so a removed job the state
+// does not list is no error.)
+func applySessionUpdated(s State, e Event) (State, error) {
+	var d SessionUpdateData
+	if err := e.Payload(&d); err != nil {
+		return s, err
+	}
+	gone := make(map[string]bool, len(d.Removed))
+	for _, id := range d.Removed {
+		gone[id] = true
+	}
+	j := *s.Job
+	j.Children = make([]string, 0, max(0, len(s.Job.Children)-len(d.Removed))+len(d.Added))
+	for _, id := range s.Job.Children {
+		if !gone[id] {
+			j.Children = append(j.Children, id)
+		}
+	}
+	for _, id := range d.Added {
+		if slices.Contains(s.Job.Children, id) {
+			return s, illegal(s, e, "session_updated adds "+id+", already a child")
+		}
+	}
+	j.Children = append(j.Children, d.Added...)
+	s.Job = &j
+	return s, nil
 }

@@ -30,6 +30,7 @@ const (
 	ActionFailed    Name = "action_failed"    // executor: ABORT/HOLD/RESUME did not work
 	PropertySet     Name = "property_set"     // a task of a DDS session set a property (on the session)
 	Restarted       Name = "restarted"        // watcher: a crashed job runs again, a new attempt
+	SessionUpdated  Name = "session_updated"  // ingest: a session's topology changed: children added, removed
 )
 
 // TypePrefix begins every gridwire CloudEvents type: TypePrefix + name + ".v" + version.
@@ -38,7 +39,7 @@ const TypePrefix = "dev.gridwire.job."
 // Names lists every known event name.
 var names = []Name{Submitted, Incarnated, StagingIn, Transfer, Queued, Started, StatusChanged,
 	StatusUnknown, StatusKnown, Held, Resumed, Exited, StagedOut, Succeeded, Failed, Cancelled,
-	CancelRequested, HoldRequested, ResumeRequested, ActionFailed, PropertySet, Restarted}
+	CancelRequested, HoldRequested, ResumeRequested, ActionFailed, PropertySet, Restarted, SessionUpdated}
 
 // Names returns every known event name, in life order.
 func Names() []Name { return append([]Name(nil), names...) }

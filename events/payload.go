@@ -163,6 +163,16 @@ type RestartedData struct {
 	Reason  string `json:"reason"`  // how the last attempt ended
 }
 
+// SessionUpdateData changes the topology of a running session (a DDS topology's parent
+// record), as DDS's topology update does: the instances the new topology adds are new
+// children (their submitted events are appended first), those it no longer has leave
+// the session and are stopped, and every other child runs on untouched.
+type SessionUpdateData struct {
+	Added    []string `json:"added,omitempty"`   // new children, in the new topology's order
+	Removed  []string `json:"removed,omitempty"` // children that leave the session
+	Original Original `json:"original"`          // the new description, for audit
+}
+
 // Note is a free-text payload for requests, status_unknown/known and action results.
 type Note struct {
 	Reason string `json:"reason,omitempty"`

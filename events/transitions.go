@@ -49,6 +49,10 @@ func stepFor(n Name) stepFunc {
 		}
 	case Restarted:
 		return applyRestarted
+	case SessionUpdated:
+		return func(s State, e Event) (State, error) {
+			return s, illegal(s, e, "a session's topology is updated on its parent record, not on a task")
+		}
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ func commands(e *env) []*cobra.Command {
 			controlCmd(e, "hold", "hold a queued or running job on its target"),
 			controlCmd(e, "resume", "release a held job"),
 			propertyCmd(e),
+			topologyCmd(e),
 		}},
 		{groupOffline, []*cobra.Command{normalizeCmd(e), renderCmd(e), profilesCmd(e), replayCmd(e), auditCmd(e), keysCmd(e), benchCmd(e)}},
 		{groupServe, []*cobra.Command{serveCmd(e), serviceCmd(e, "ingest"), serviceCmd(e, "incarnator"),

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/gridwire/gridwire/events"
@@ -144,4 +145,74 @@ func TestDDSRestartTaskRunsACrashedTaskAgain(t *testing.T) {
 		t.Fatalf("session %s, want FAILED", s.Status)
 	}
 	h.assertCleanHistory(ids[0])
+}
+
+// updateTopology is a session's topology: task a n times in a group, and the other
+// tasks named, each alone.
+func updateTopology(n int, alone ...string) string {
+	doc := `<topology name="upd">
+  <decltask name="a"><exe>` + ddsGatedExe + `</exe></decltask>
+  <decltask name="b"><exe>` + ddsGatedExe + `</exe></decltask>
+  <decltask name="c"><exe>` + ddsGatedExe + `</exe></decltask>
+  <main name="main"><group name="g" n="` + strconv.Itoa(n) + `"><task>a</task></group>`
+	for _, t := range alone {
+		doc += `<task>` + t + `</task>`
+	}
+	return doc + "</main>\n</topology>"
+}
+
+// An update of a running session starts exactly the instances the new topology adds,
+// stops exactly those it removes, and leaves the rest running, matched by DDS task ID.
+func TestDDSTopologyUpdate(t *testing.T) {
+	h := newHarness(t)
+	ids := h.submitDDS(updateTopology(2, "b"))
+	session, a0, a1, b := ids[0], ids[1], ids[2], ids[3]
+	for _, id := range ids[1:] {
+		h.waitFor(id, "RUNNING", isRunning)
+	}
+	up, err := h.submit.UpdateSession(context.Background(), session, ingest.Submission{File: "v2.xml",
+		Data: []byte(updateTopology(3, "c")), Submitter: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(up.Added) != 2 || len(up.Removed) != 1 || up.Removed[0] != b || up.Kept != 2 {
+		t.Fatalf("update %+v, want 2 added, %s removed, 2 kept", up, b)
+	}
+	if st := h.waitEnd(b); st.Status != events.StatusCancelled || !strings.Contains(st.Reason, "removed from session") &&
+		!strings.Contains(st.Reason, "cancel") {
+		t.Errorf("removed task %s %s (%s), want CANCELLED", b, st.Status, st.Reason)
+	}
+	paths := map[string]bool{}
+	for _, id := range up.Added {
+		h.waitFor(id, "RUNNING", isRunning)
+		paths[h.waitFile(id, "path")] = true
+		if got := h.waitFile(id, "session"); got != session {
+			t.Errorf("added task %s sees session %q, want %s", id, got, session)
+		}
+	}
+	if !paths["main/g/a_2"] || !paths["main/c_0"] {
+		t.Errorf("added instances %v, want main/g/a_2 and main/c_0", paths)
+	}
+	for _, id := range []string{a0, a1} {
+		st, _ := h.store.State(context.Background(), id)
+		if st.Status != events.StatusRunning || st.CancelRequested {
+			t.Errorf("kept task %s %s (cancel asked %v), want still RUNNING", id, st.Status, st.CancelRequested)
+		}
+	}
+	p, _ := h.store.State(context.Background(), session)
+	if len(p.Job.Children) != 4 || p.Job.Children[2] != up.Added[0] {
+		t.Errorf("session children %v, want a_0, a_1 and the 2 added", p.Job.Children)
+	}
+	for _, id := range append([]string{a0, a1}, up.Added...) {
+		h.release(id, "0")
+	}
+	st := h.waitEnd(session)
+	if st.Status != events.StatusSucceeded || st.Group.Children != 4 {
+		t.Fatalf("session %s %+v, want SUCCEEDED over its 4 children", st.Status, st.Group)
+	}
+	if _, err := h.submit.UpdateSession(context.Background(), session, ingest.Submission{File: "v3.xml",
+		Data: []byte(updateTopology(1)), Submitter: "test"}); err == nil || !strings.Contains(err.Error(), "has ended") {
+		t.Errorf("update of an ended session: %v, want refused", err)
+	}
+	h.assertCleanHistory(session)
 }

@@ -71,7 +71,7 @@ func newHarnessWrapped(t *testing.T, cfg cluster.Config, wrap func(jetstream.Jet
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.submit, err = ingest.New(ingest.Config{}, ingest.Deps{Store: h.store, Check: stg.CheckURLs, Keys: ingest.KVKeys{JS: cl.JS}}); err != nil {
+	if h.submit, err = ingest.New(ingest.Config{}, ingest.Deps{Store: h.store, Sessions: h.store, Check: stg.CheckURLs, Keys: ingest.KVKeys{JS: cl.JS}}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(h.close)

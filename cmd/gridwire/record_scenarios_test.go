@@ -13,6 +13,7 @@ import (
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/pkg/cluster"
 	"github.com/gridwire/gridwire/pkg/taskcred"
+	"github.com/gridwire/gridwire/services/ingest"
 	"github.com/gridwire/gridwire/services/watcher"
 )
 
@@ -360,6 +361,23 @@ var scenarios = []scenario{
 			return ""
 		})
 		r.expect(ids[0], events.StatusFailed)
+	}},
+	{"dds-update", "a running DDS session updated to a topology that drops one task and adds another: the dropped one CANCELLED, the added one run, the kept one untouched; the session SUCCEEDED over the tasks it has", func(r *recorder) {
+		ids := r.open().submit("topology.xml", updateTopology(1, "b"))
+		r.status(ids[1], events.StatusRunning)
+		r.status(ids[2], events.StatusRunning)
+		up, err := r.harness.submit.UpdateSession(context.Background(), ids[0], ingest.Submission{File: "v2.xml",
+			Data: []byte(updateTopology(1, "c")), Submitter: "recorder"})
+		if err != nil || len(up.Added) != 1 || len(up.Removed) != 1 {
+			r.t.Fatalf("update %+v: %v", up, err)
+		}
+		r.expect(ids[2], events.StatusCancelled)
+		r.status(up.Added[0], events.StatusRunning)
+		r.release(ids[1], "0")
+		r.release(up.Added[0], "0")
+		r.expect(ids[1], events.StatusSucceeded)
+		r.expect(up.Added[0], events.StatusSucceeded)
+		r.expect(ids[0], events.StatusSucceeded)
 	}},
 	{"jrdl-multi-job", "a JRDL document of two jobs: its parent record and both jobs, one succeeding, one failing", func(r *recorder) {
 		ids := r.open().submit("jobs.jrdl", jrdlTwoJobs)

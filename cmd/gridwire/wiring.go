@@ -386,7 +386,7 @@ func (s *system) start(ctx context.Context, g *errgroup.Group, names []string, o
 type starter func(ctx context.Context, g *errgroup.Group, c conn, log *slog.Logger, clusters []cluster.Cluster) error
 
 func (s *system) startIngest(ctx context.Context, g *errgroup.Group, c conn, log *slog.Logger, _ []cluster.Cluster) error {
-	deps := ingest.Deps{Conn: c.nc, Store: c.store, Events: c.store, Auth: s.auth, Logger: log, Now: time.Now, Check: s.stager.CheckURLs,
+	deps := ingest.Deps{Conn: c.nc, Store: c.store, Events: c.store, Sessions: c.store, Auth: s.auth, Logger: log, Now: time.Now, Check: s.stager.CheckURLs,
 		Keys: ingest.KVKeys{JS: c.js}}
 	var err error
 	if s.ingest, err = ingest.New(ingest.Config{}, deps); err != nil {

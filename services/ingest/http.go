@@ -20,14 +20,8 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, httpapi.Errorf(http.StatusMethodNotAllowed, "method_not_allowed", "use POST"))
 		return
 	}
-	if r.ContentLength > s.maxBody() { // refused before a byte of it is read
-		httpapi.WriteError(w, httpapi.Errorf(http.StatusRequestEntityTooLarge, "document_too_large",
-			"the document is %d bytes, over the limit of %d for one document", r.ContentLength, s.maxBody()))
-		return
-	}
-	data, err := io.ReadAll(io.LimitReader(r.Body, s.maxBody()+1))
-	if err != nil {
-		httpapi.WriteError(w, httpapi.Errorf(http.StatusBadRequest, "unreadable_body", "%v", err))
+	data, ok := s.readBody(w, r)
+	if !ok {
 		return
 	}
 	file := r.URL.Query().Get("file")
@@ -48,6 +42,21 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
+}
+
+// readBody reads a request's document, refusing one over the limit before reading it.
+func (s *Service) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	if r.ContentLength > s.maxBody() { // refused before a byte of it is read
+		httpapi.WriteError(w, httpapi.Errorf(http.StatusRequestEntityTooLarge, "document_too_large",
+			"the document is %d bytes, over the limit of %d for one document", r.ContentLength, s.maxBody()))
+		return nil, false
+	}
+	data, err := io.ReadAll(io.LimitReader(r.Body, s.maxBody()+1))
+	if err != nil {
+		httpapi.WriteError(w, httpapi.Errorf(http.StatusBadRequest, "unreadable_body", "%v", err))
+		return nil, false
+	}
+	return data, true
 }
 
 // responseFor turns a submission's outcome into a status and JSON body shared by HTTP

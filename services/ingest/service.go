@@ -71,6 +71,9 @@ type Deps struct {
 	Check func(events.Job) error
 	// Keys records idempotency keys; nil refuses submissions that carry one.
 	Keys Keys
+	// Sessions updates running DDS sessions (PUT /v1/sessions/{id}/topology); nil
+	// refuses updates.
+	Sessions SessionStore
 }
 
 // Submission is one document handed in.
@@ -159,10 +162,12 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 }
 
 // Routes registers ingest's HTTP way in on mux: POST /v1/jobs (ServeHTTP), POST
-// /v1/jobs/bulk (ServeBulk), and POST /v1/events when deps.Events is set.
+// /v1/jobs/bulk (ServeBulk), PUT /v1/sessions/{id}/topology (UpdateSession), and POST
+// /v1/events when deps.Events is set.
 func (s *Service) Routes(mux *http.ServeMux) {
 	mux.Handle("POST /v1/jobs", s)
 	mux.HandleFunc("POST /v1/jobs/bulk", s.ServeBulk)
+	mux.HandleFunc("PUT /v1/sessions/{id}/topology", s.serveSessionUpdate)
 	if s.deps.Events != nil {
 		mux.HandleFunc("POST /v1/events", s.publish)
 	}

@@ -74,7 +74,12 @@ func groupReact(ctx context.Context, deps Deps, e events.Event) error {
 			return err
 		}
 	}
-	_, err = deps.Store.Decide(ctx, parent, func(p events.State) ([]events.Event, error) {
+	return decideGroup(ctx, deps, parent, children)
+}
+
+// decideGroup appends what moves a parent record to the state its children's give it.
+func decideGroup(ctx context.Context, deps Deps, parent string, children []events.State) error {
+	_, err := deps.Store.Decide(ctx, parent, func(p events.State) ([]events.Event, error) {
 		if p.Job == nil || p.Job.Kind != events.KindGroup {
 			return nil, nil
 		}

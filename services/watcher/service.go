@@ -115,6 +115,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 	g.Go(func() error { return runGroups(gctx, deps) })
 	g.Go(func() error { return runGroupRequests(gctx, deps) })
 	g.Go(func() error { return runRestarts(gctx, deps) })
+	g.Go(func() error { return runSessionUpdates(gctx, deps) })
 	for _, cl := range cfg.Clusters {
 		p := deps.Probers[cl.Name]
 		if p == nil {
