@@ -43,28 +43,69 @@ type Row = events.State
 // strip reduces a folded state to its Row. Apply never reads what strip drops (beyond
 // the job's kind), so folding further events into a Row gives the Row of the full fold.
 func strip(st events.State) Row {
-	if st.Job != nil {
-		// Restarts stays: the fold needs it to take a restarted event.
-		st.Job = &events.Job{ID: st.Job.ID, Name: st.Job.Name, Kind: st.Job.Kind, Parent: st.Job.Parent,
-			Submitter: st.Job.Submitter, Restarts: st.Job.Restarts}
+	return compact(st).state()
+}
+
+// row is a Row as the table holds it: the state without its job, and the job's few
+// fields a row keeps, inline. A table of a million jobs must be small, and the job alone
+// is a 944-byte struct.
+type row struct {
+	st     events.State // Job nil, and nothing strip drops
+	hasJob bool
+	job    jobSummary
+}
+
+// jobSummary is what a row keeps of its job. Restarts stays: the fold needs it to take a
+// restarted event.
+type jobSummary struct {
+	id, name, parent, submitter string
+	kind                        events.Kind
+	restarts                    int
+}
+
+// compact reduces a folded state to its row.
+func compact(st events.State) row {
+	r := row{}
+	if j := st.Job; j != nil {
+		r.hasJob = true
+		r.job = jobSummary{id: j.ID, name: j.Name, parent: j.Parent, submitter: j.Submitter, kind: j.Kind, restarts: j.Restarts}
 	}
-	st.Incarnation, st.Transfers, st.LastHash = nil, nil, ""
+	st.Job, st.Incarnation, st.Transfers, st.LastHash = nil, nil, nil, ""
+	r.st = st
+	return r
+}
+
+// state is the row as a Row (a stripped state), with a job of its own.
+func (r row) state() Row {
+	st := r.st
+	if r.hasJob {
+		st.Job = &events.Job{}
+		r.fill(st.Job)
+	}
 	return st
+}
+
+// fill sets a job's summary fields from the row.
+func (r row) fill(j *events.Job) {
+	j.ID, j.Name, j.Parent, j.Submitter, j.Kind, j.Restarts = r.job.id, r.job.name, r.job.parent, r.job.submitter, r.job.kind, r.job.restarts
 }
 
 // Table is a job table in memory: the projection the live projector maintains, a
 // replay builds, and the read API mirrors from KV. It is safe for concurrent use.
 type Table struct {
 	mu     sync.RWMutex
-	rows   map[string]Row
+	rows   map[string]row
 	order  []string // job IDs sorted (ULIDs: submission order)
 	counts map[string]map[string]int
 	seq    uint64
+	// scratch is the job a fold starts from (under mu): Apply reads it and the result is
+	// compacted at once, so a fold allocates no job of its own.
+	scratch events.Job
 }
 
 // NewTable returns an empty table.
 func NewTable() *Table {
-	return &Table{rows: map[string]Row{}, counts: map[string]map[string]int{}}
+	return &Table{rows: map[string]row{}, counts: map[string]map[string]int{}}
 }
 
 // Apply folds one stored event into the table. An event at or below the job's stamp is
@@ -77,21 +118,20 @@ func (t *Table) Apply(e events.Event) (bool, error) {
 		t.seq = e.Seq
 	}
 	old, ok := t.rows[e.JobID]
-	if ok && e.Seq != 0 && e.Seq <= old.LastSeq {
+	if ok && e.Seq != 0 && e.Seq <= old.st.LastSeq {
 		return false, nil
 	}
-	next, err := events.Apply(old, e)
+	from := old.st
+	if old.hasJob {
+		t.scratch = events.Job{}
+		old.fill(&t.scratch)
+		from.Job = &t.scratch
+	}
+	next, err := events.Apply(from, e)
 	if err != nil {
 		return false, err
 	}
-	if ok && next.Job == old.Job {
-		next.Job = nil // already stripped: keep the summary without copying it again
-		next = strip(next)
-		next.Job = old.Job
-	} else {
-		next = strip(next)
-	}
-	t.setLocked(next, ok, old)
+	t.setLocked(compact(next), ok, old)
 	return true, nil
 }
 
@@ -100,10 +140,10 @@ func (t *Table) Set(r Row) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	old, ok := t.rows[r.JobID]
-	if ok && old.LastSeq > r.LastSeq {
+	if ok && old.st.LastSeq > r.LastSeq {
 		return
 	}
-	t.setLocked(r, ok, old)
+	t.setLocked(compact(r), ok, old)
 	t.seq = max(t.seq, r.LastSeq)
 }
 
@@ -114,19 +154,19 @@ func (t *Table) SetSeq(seq uint64) {
 	t.mu.Unlock()
 }
 
-func (t *Table) setLocked(r Row, existed bool, old Row) {
+func (t *Table) setLocked(r row, existed bool, old row) {
 	if existed {
-		t.count(old, -1)
+		t.count(old.st, -1)
 	} else {
-		i, _ := slices.BinarySearch(t.order, r.JobID)
-		t.order = slices.Insert(t.order, i, r.JobID)
+		i, _ := slices.BinarySearch(t.order, r.st.JobID)
+		t.order = slices.Insert(t.order, i, r.st.JobID)
 	}
-	t.rows[r.JobID] = r
-	t.count(r, 1)
+	t.rows[r.st.JobID] = r
+	t.count(r.st, 1)
 }
 
-func (t *Table) count(r Row, d int) {
-	cl := r.Cluster
+func (t *Table) count(st events.State, d int) {
+	cl := st.Cluster
 	if cl == "" {
 		cl = NoCluster
 	}
@@ -135,9 +175,9 @@ func (t *Table) count(r Row, d int) {
 		m = map[string]int{}
 		t.counts[cl] = m
 	}
-	m[string(r.Status)] += d
-	if m[string(r.Status)] == 0 {
-		delete(m, string(r.Status))
+	m[string(st.Status)] += d
+	if m[string(st.Status)] == 0 {
+		delete(m, string(st.Status))
 	}
 }
 
@@ -146,7 +186,10 @@ func (t *Table) Row(id string) (Row, bool) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	r, ok := t.rows[id]
-	return r, ok
+	if !ok {
+		return Row{}, false
+	}
+	return r.state(), true
 }
 
 // Meta returns the table's stamp and counts.
@@ -173,7 +216,7 @@ func (t *Table) Rows() []Row {
 	defer t.mu.RUnlock()
 	out := make([]Row, 0, len(t.order))
 	for _, id := range t.order {
-		out = append(out, t.rows[id])
+		out = append(out, t.rows[id].state())
 	}
 	return out
 }
@@ -244,27 +287,27 @@ func (t *Table) Select(q Query) Page {
 			p.Next = p.Jobs[len(p.Jobs)-1].ID
 			break
 		}
-		p.Jobs = append(p.Jobs, ViewOf(r))
+		p.Jobs = append(p.Jobs, ViewOf(r.state()))
 	}
 	t.summarise(q, &p)
 	return p
 }
 
-func (q Query) matches(r Row) bool {
+func (q Query) matches(r row) bool {
 	switch {
-	case len(q.States) > 0 && !slices.Contains(q.States, r.Status):
+	case len(q.States) > 0 && !slices.Contains(q.States, r.st.Status):
 		return false
-	case q.Cluster != "" && r.Cluster != q.Cluster:
+	case q.Cluster != "" && r.st.Cluster != q.Cluster:
 		return false
-	case q.Submitter != "" && (r.Job == nil || r.Job.Submitter != q.Submitter):
+	case q.Submitter != "" && (!r.hasJob || r.job.submitter != q.Submitter):
 		return false
-	case !q.Since.IsZero() && r.SubmittedAt.Before(q.Since):
+	case !q.Since.IsZero() && r.st.SubmittedAt.Before(q.Since):
 		return false
-	case !q.Until.IsZero() && !r.SubmittedAt.Before(q.Until):
+	case !q.Until.IsZero() && !r.st.SubmittedAt.Before(q.Until):
 		return false
-	case q.Parent != "" && (r.Job == nil || r.Job.Parent != q.Parent):
+	case q.Parent != "" && (!r.hasJob || r.job.parent != q.Parent):
 		return false
-	case q.Roots && r.Job != nil && r.Job.Parent != "":
+	case q.Roots && r.hasJob && r.job.parent != "":
 		return false
 	case q.Text != "" && !matchesText(r, q.Text):
 		return false

@@ -9,11 +9,11 @@ import (
 
 // matchesText reports whether the row's ID, name, submitter, reason or cluster holds
 // text, in any case.
-func matchesText(r Row, text string) bool {
-	if containsFold(r.JobID, text) || containsFold(r.Reason, text) || containsFold(r.Cluster, text) {
+func matchesText(r row, text string) bool {
+	if containsFold(r.st.JobID, text) || containsFold(r.st.Reason, text) || containsFold(r.st.Cluster, text) {
 		return true
 	}
-	return r.Job != nil && (containsFold(r.Job.Name, text) || containsFold(r.Job.Submitter, text))
+	return r.hasJob && (containsFold(r.job.name, text) || containsFold(r.job.submitter, text))
 }
 
 // containsFold is strings.Contains under Unicode case folding, without copying s (a
@@ -42,19 +42,19 @@ func (t *Table) summarise(q Query, p *Page) {
 	p.Counts = map[events.Status]int{}
 	clusters := map[string]bool{}
 	for _, r := range t.rows {
-		if r.Job != nil && r.Job.Parent != "" {
-			if _, ok := groups[r.Job.Parent]; ok {
-				groups[r.Job.Parent]++
+		if r.hasJob && r.job.parent != "" {
+			if _, ok := groups[r.job.parent]; ok {
+				groups[r.job.parent]++
 			}
 		}
 		if !anyState.matches(r) {
 			continue
 		}
-		p.Counts[r.Status]++
-		if r.Cluster != "" {
-			clusters[r.Cluster] = true
+		p.Counts[r.st.Status]++
+		if r.st.Cluster != "" {
+			clusters[r.st.Cluster] = true
 		}
-		if len(q.States) == 0 || slices.Contains(q.States, r.Status) {
+		if len(q.States) == 0 || slices.Contains(q.States, r.st.Status) {
 			p.Total++
 		}
 	}

@@ -105,9 +105,9 @@ func foldStream(ctx context.Context, stream jetstream.Stream, first, last uint64
 	for _, s := range shards {
 		res.Events += s.events
 		res.Refused += s.refusedN
-		for _, r := range s.table.rows {
-			table.rows[r.JobID] = r
-			table.count(r, 1)
+		for id, r := range s.table.rows {
+			table.rows[id] = r
+			table.count(r.st, 1)
 		}
 	}
 	table.order = make([]string, 0, len(table.rows))
