@@ -18,8 +18,9 @@ import (
 )
 
 // twoSSHHosts starts two real sshd on loopback ports that take the same client key, and
-// returns a config with one ssh cluster of both hosts (known_hosts holds both keys).
-func twoSSHHosts(t *testing.T) (cfgPath string, work string) {
+// returns a config with one ssh cluster per host, named wa and wb (known_hosts holds both
+// keys), so a DDS wnname requirement puts a task on either.
+func twoSSHHosts(t *testing.T) string {
 	t.Helper()
 	a := sshtest.StartOpenSSH(t)
 	// sshd keeps the first value of a keyword: the second host takes the first's key.
@@ -36,9 +37,12 @@ func twoSSHHosts(t *testing.T) (cfgPath string, work string) {
 	if err := os.WriteFile(known, both, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := "clusters:\n  - name: remote\n    kind: ssh\n    hosts: [" + a.Addr + ", " + b.Addr + "]\n    user: " + a.User +
-		"\n    identity: " + a.ClientKeyFile + "\n    known_hosts: " + known + "\n    profile: fork\n    lrms: Fork\n    work_root: " + a.Dir + "\n"
-	return writeFile(t, t.TempDir(), "gridwire.yaml", cfg), a.Dir
+	cfg := "clusters:\n"
+	for name, srv := range map[string]*sshtest.OpenSSH{"wa": a, "wb": b} {
+		cfg += "  - name: " + name + "\n    kind: ssh\n    hosts: [" + srv.Addr + "]\n    user: " + a.User +
+			"\n    identity: " + a.ClientKeyFile + "\n    known_hosts: " + known + "\n    profile: fork\n    lrms: Fork\n    work_root: " + a.Dir + "\n"
+	}
+	return writeFile(t, t.TempDir(), "gridwire.yaml", cfg)
 }
 
 // sharedDir is a directory the SSH login user can write in and this test can read.
@@ -61,7 +65,7 @@ func sharedDir(t *testing.T) string {
 // forwarded over the executor's connection, not through the gateway's own listener; no
 // credential is in the log.
 func TestE2EPropertiesOverSSH(t *testing.T) {
-	cfg, _ := twoSSHHosts(t)
+	cfg := twoSSHHosts(t)
 	shared := sharedDir(t)
 	bin := filepath.Join(shared, "gridwire")
 	if err := os.Rename(buildBinary(t), bin); err != nil {
@@ -74,12 +78,16 @@ func TestE2EPropertiesOverSSH(t *testing.T) {
 	topo := writeFile(t, t.TempDir(), "props.xml", `<topology name="remote-props">
   <property name="peer"/>
   <property name="nobody"/>
+  <declrequirement name="onA" type="wnname" value="wa"/>
+  <declrequirement name="onB" type="wnname" value="wb"/>
   <decltask name="server">
+    <requirements><name>onA</name></requirements>
     <exe>/bin/sh -c '`+bin+` property put peer "$GRIDWIRE_PROPERTY_URL" &amp;&amp; ! `+bin+` property put nobody x 2> `+shared+`/refused'</exe>
     <properties><name access="write">peer</name></properties>
   </decltask>
   <decltask name="client">
-    <exe>/bin/sh -c '`+bin+` property watch --once peer > `+shared+`/got.tmp &amp;&amp; mv `+shared+`/got.tmp `+shared+`/got'</exe>
+    <requirements><name>onB</name></requirements>
+    <exe>/bin/sh -c '`+bin+` property watch --once --json peer > `+shared+`/got.tmp &amp;&amp; mv `+shared+`/got.tmp `+shared+`/got'</exe>
     <properties><name access="read">peer</name></properties>
   </decltask>
   <main name="main"><task>server</task><task>client</task></main>
@@ -89,16 +97,30 @@ func TestE2EPropertiesOverSSH(t *testing.T) {
 	if err != nil {
 		t.Fatalf("submit: %v %s", err, errOut)
 	}
-	session := strings.Fields(out)[0]
-	got := waitContent(t, filepath.Join(shared, "got"))
-	u, err := url.Parse(got)
+	ids := strings.Fields(out)
+	session := ids[0]
+	var got struct {
+		Value string    `json:"value"`
+		Time  time.Time `json:"time"`
+	}
+	gotFile := filepath.Join(shared, "got")
+	if err := json.Unmarshal([]byte(waitContent(t, gotFile)), &got); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(gotFile); err == nil {
+		// Reported, not asserted: how long after the set the reader on the other host
+		// had the value (the file's time bounds it from above).
+		t.Logf("set at %s, on the reader's host by %s (%s)", got.Time.Format(time.RFC3339Nano),
+			fi.ModTime().UTC().Format(time.RFC3339Nano), fi.ModTime().Sub(got.Time))
+	}
+	u, err := url.Parse(got.Value)
 	if err != nil {
-		t.Fatalf("the reader got %q", got)
+		t.Fatalf("the reader got %q", got.Value)
 	}
 	gateway, _ := url.Parse(server)
 	host, port, _ := net.SplitHostPort(u.Host)
 	if host != "127.0.0.1" || port == gateway.Port() {
-		t.Fatalf("the writer was given %q: want a forwarded loopback port, not the gateway's %s", got, gateway.Host)
+		t.Fatalf("the writer was given %q: want a forwarded loopback port, not the gateway's %s", got.Value, gateway.Host)
 	}
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		out, _, _ := runCLI(ctx, "status", "--json", "--server", server, session)
@@ -108,6 +130,13 @@ func TestE2EPropertiesOverSSH(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the session did not succeed: %s", out)
+		}
+	}
+	for i, want := range map[int]string{1: "wa", 2: "wb"} {
+		out, _, _ := runCLI(ctx, "status", "--json", "--server", server, ids[i])
+		var v jobView
+		if err := json.Unmarshal([]byte(out), &v); err != nil || v.Cluster != want {
+			t.Fatalf("task %d ran on %q (%v), want the host of %s", i, v.Cluster, err, want)
 		}
 	}
 	// The writer has ended, so its refused write's message is whole.
