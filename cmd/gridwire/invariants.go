@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/services/property"
 	"github.com/gridwire/gridwire/services/readside"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 )
 
@@ -24,7 +27,8 @@ func auditInvariantsCmd(e *env) *cobra.Command {
 			"path through the state machine; it has exactly one terminal event and nothing after it; it\n" +
 			"was started at most once; it has ended. With --expect FILE (one acknowledged job ID per line)\n" +
 			"every listed job must be in the log and no other job may be. The job table projection is\n" +
-			"rebuilt from the log in memory and compared with the live one (--live '' skips that).\n" +
+			"rebuilt from the log in memory and compared with the live one, and so is the live view of\n" +
+			"DDS session properties when a read side has made it (--live '' skips both).\n" +
 			"It prints the counts and exits 1 when any is not zero.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -50,6 +54,9 @@ func auditInvariantsCmd(e *env) *cobra.Command {
 				if err := rep.compareProjection(cmd.Context(), sys, live); err != nil {
 					return err
 				}
+				if err := rep.compareProperties(cmd.Context(), sys); err != nil {
+					return err
+				}
 			}
 			return rep.print(e, asJSON)
 		},
@@ -64,6 +71,28 @@ func auditInvariantsCmd(e *env) *cobra.Command {
 type invariantsReport struct {
 	events.Invariants
 	ProjectionDiffs int `json:"projection_diffs"` // rows of the live projection unlike the rebuilt ones
+	PropertyDiffs   int `json:"property_diffs"`   // entries of the live property view unlike the rebuilt ones
+}
+
+// compareProperties rebuilds the live view of properties in memory and compares it with
+// the live one, when there is one.
+func (r *invariantsReport) compareProperties(ctx context.Context, sys *system) error {
+	view, upTo, err := property.Rebuild(ctx, sys.bus.JS, "")
+	if err != nil {
+		return fmt.Errorf("rebuilding the property view: %w", err)
+	}
+	cmp, err := property.Compare(ctx, sys.bus.JS, property.Bucket, view, upTo)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	r.PropertyDiffs = len(cmp.Differences)
+	for _, d := range cmp.Differences {
+		r.Problems = append(r.Problems, fmt.Sprintf("property %s: live view %s, rebuilt %s", d.Key, entrySummary(d.Live), entrySummary(d.Rebuilt)))
+	}
+	return nil
 }
 
 func (r *invariantsReport) compareProjection(ctx context.Context, sys *system, live string) error {
@@ -91,10 +120,10 @@ func (r invariantsReport) print(e *env, asJSON bool) error {
 		for _, p := range r.Problems {
 			fmt.Fprintln(e.stdout, "VIOLATION", p)
 		}
-		fmt.Fprintf(e.stdout, "jobs %d events %d: lost %d duplicated %d stuck %d illegal %d terminals %d after %d run_twice %d properties %d projection_diffs %d\n",
-			r.Jobs, r.Events, r.Lost, r.Duplicated, r.Stuck, r.Illegal, r.Terminals, r.After, r.RunTwice, r.Properties, r.ProjectionDiffs)
+		fmt.Fprintf(e.stdout, "jobs %d events %d: lost %d duplicated %d stuck %d illegal %d terminals %d after %d run_twice %d properties %d projection_diffs %d property_diffs %d\n",
+			r.Jobs, r.Events, r.Lost, r.Duplicated, r.Stuck, r.Illegal, r.Terminals, r.After, r.RunTwice, r.Properties, r.ProjectionDiffs, r.PropertyDiffs)
 	}
-	if !r.OK() || r.ProjectionDiffs > 0 {
+	if !r.OK() || r.ProjectionDiffs > 0 || r.PropertyDiffs > 0 {
 		return exitCode(1)
 	}
 	return nil

@@ -171,8 +171,9 @@ func TestPropertyReplayAndAuditVerbs(t *testing.T) {
 	if err != nil || !strings.Contains(out, ": 0 broken") || strings.Contains(out, "unsigned") {
 		t.Fatalf("audit verify of the session: %v\n%s", err, out)
 	}
-	out, _, err = runCLI(ctx, "audit", "invariants", url, "--live", "")
-	if err != nil || !strings.Contains(out, "jobs 3 events ") || !strings.Contains(out, " properties 0 ") {
+	waitProjection(t, h)
+	out, _, err = runCLI(ctx, "audit", "invariants", url)
+	if err != nil || !strings.Contains(out, "jobs 3 events ") || !strings.Contains(out, " properties 0 ") || !strings.Contains(out, "property_diffs 0") {
 		t.Fatalf("audit invariants: %v\n%s", err, out)
 	}
 	kv, err := h.client.JS.KeyValue(ctx, property.Bucket)
@@ -191,5 +192,9 @@ func TestPropertyReplayAndAuditVerbs(t *testing.T) {
 	var ec exitCode
 	if !errors.As(err, &ec) || ec != exitFailed || !strings.Contains(out, `differs: `+session+`.g.peer: live "forged"`) {
 		t.Fatalf("property replay of a tampered view: %v\n%s", err, out)
+	}
+	out, _, err = runCLI(ctx, "audit", "invariants", url)
+	if !errors.As(err, &ec) || ec != exitFailed || !strings.Contains(out, "property_diffs 1") {
+		t.Fatalf("audit invariants of a tampered view: %v\n%s", err, out)
 	}
 }
