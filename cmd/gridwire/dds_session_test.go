@@ -231,3 +231,28 @@ func TestDDSTopologyUpdate(t *testing.T) {
 	}
 	h.assertCleanHistory(session)
 }
+
+// The env script is sourced before the exe, and the exe line is bash's to expand, as
+// DDS's task wrapper runs it; what it expands stays in the task's own command.
+func TestDDSEnvScriptAndExpansion(t *testing.T) {
+	h := newHarness(t)
+	env := filepath.Join(t.TempDir(), "env.sh")
+	if err := os.WriteFile(env, []byte("export GREETING='hello; touch injected'\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ids := h.submitDDS(`<topology name="env">
+  <decltask name="t"><exe>echo "$GREETING from $DDS_TASK_NAME" &gt; out; echo $GREETING &gt;&gt; out</exe><env>` + env + `</env></decltask>
+  <main name="main"><task>t</task></main>
+</topology>`)
+	st := h.waitEnd(ids[1])
+	if st.Status != events.StatusSucceeded {
+		t.Fatalf("task %s (%s)", st.Status, st.Reason)
+	}
+	out, _ := os.ReadFile(filepath.Join(st.Incarnation.WorkDir, "out"))
+	if string(out) != "hello; touch injected from t\nhello; touch injected\n" {
+		t.Errorf("out %q, want the env script's value expanded, never run", out)
+	}
+	if _, err := os.Stat(filepath.Join(st.Incarnation.WorkDir, "injected")); err == nil {
+		t.Error("an expanded value ran as a command")
+	}
+}

@@ -62,8 +62,9 @@ func TestDDSTutorial1Instance(t *testing.T) {
 		t.Fatal(err)
 	}
 	j := jobs[4] // main/typeTwoGroup/TaskTypeOne_2
-	wantArgs := []string{"--taskIndex", "2"}
-	if j.Executable != "$DDS_LOCATION/tutorials/tutorial1/task-type-one" || !reflect.DeepEqual(j.Arguments, wantArgs) {
+	// The exe expands $DDS_LOCATION: bash reads the line, as DDS's task wrapper does.
+	wantArgs := []string{"-c", "$DDS_LOCATION/tutorials/tutorial1/task-type-one --taskIndex 2"}
+	if j.Executable != "/bin/bash" || !reflect.DeepEqual(j.Arguments, wantArgs) {
 		t.Fatalf("exe %q args %q", j.Executable, j.Arguments)
 	}
 	if j.DDS.ExeReachable || j.DDS.GroupName != "typeTwoGroup" || j.DDS.CollectionIndex != -1 {

@@ -74,6 +74,9 @@ type task struct {
 	assets       []events.DDSAsset
 	// words is exe split into words once; instances only resolve the index tags.
 	words []string
+	// shell says the exe line runs through bash (it expands variables, or an env
+	// script is sourced first), as DDS runs every task.
+	shell bool
 	// rawExe and rawEnv are the elements' text untrimmed, as DDS hashes them; hash is
 	// hashString(), computed once per task.
 	rawExe, rawEnv string

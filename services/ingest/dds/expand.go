@@ -106,16 +106,35 @@ func (e *expander) task(tk *task, static, groupName string, c *collection, cpath
 		events.EnvVar{Name: "DDS_TASK_ID", Value: id},
 		events.EnvVar{Name: "DDS_SLOT_ID", Value: slot},
 		events.EnvVar{Name: "DDS_LOCATION", Value: LocationPlaceholder})
-	args := make([]string, len(tk.words)-1)
-	for i, w := range tk.words[1:] {
-		args[i] = resolveTags(w, ti, ci)
-	}
-	e.jobs = append(e.jobs, events.Job{Name: taskPath, Executable: resolveTags(tk.words[0], ti, ci),
+	exe, args := tk.command(ti, ci)
+	e.jobs = append(e.jobs, events.Job{Name: taskPath, Executable: exe,
 		Arguments: args, Environment: env, DDS: ctx, Substitutions: ddsSubstitutions, Requirements: placement, Restarts: tk.restarts,
 		Original: events.Original{Path: taskPath}})
 }
 
 var ddsSubstitutions = []string{"session", "dds_location"}
+
+// command is the instance's program and arguments. DDS's agent writes the exe line into
+// a bash script (dds_user_task_wrapper.sh), after "source" and the env script when the
+// task has one, and runs it: the line is bash's to read, with its $VAR expansions. A
+// line with no expansion and no env script reads the same split into words and run
+// directly, as here; otherwise the line (and the env script) go to bash -c as one
+// argument, quoted like every word of the JOB script, so the expansion happens in the
+// task's own shell and reaches no further than its command.
+func (tk *task) command(ti, ci string) (string, []string) {
+	if tk.shell {
+		script := resolveTags(tk.exe, ti, ci)
+		if tk.env != "" {
+			script = "source " + tk.env + "\n" + script
+		}
+		return "/bin/bash", []string{"-c", script}
+	}
+	args := make([]string, len(tk.words)-1)
+	for i, w := range tk.words[1:] {
+		args[i] = resolveTags(w, ti, ci)
+	}
+	return resolveTags(tk.words[0], ti, ci), args
+}
 
 // resolveTags replaces %taskIndex% and, inside a collection, %collectionIndex%. Outside
 // a collection DDS leaves %collectionIndex% as written, and so does this.

@@ -2,6 +2,7 @@ package dds
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/services/ingest/internal/xmltree"
@@ -85,6 +86,7 @@ func (d *decoder) task(el *xmltree.Element, path string, t *topology) {
 	tk.placement = t.placement(tk.requirements)
 	tk.maxPerHost, tk.maxFrom = t.maxPerHost(tk.requirements)
 	tk.restarts = restarts(tk.triggers)
+	tk.shell = tk.env != "" || strings.ContainsAny(tk.exe, "$`")
 	tk.hash = tk.hashString()
 	t.tasks[name] = tk
 }
