@@ -71,7 +71,7 @@ func TestDDSTutorial1Instance(t *testing.T) {
 		t.Fatalf("context %+v", j.DDS)
 	}
 	two := jobs[1]
-	if !reflect.DeepEqual(two.Arguments, []string{"--instances", "5"}) {
+	if !reflect.DeepEqual(two.Arguments, []string{"-c", "$DDS_LOCATION/tutorials/tutorial1/task-type-two --instances 5"}) {
 		t.Fatalf("${nInstances} not replaced: %q", two.Arguments)
 	}
 	env := map[string]string{}
