@@ -76,9 +76,11 @@ func parseExternal(body []byte, g httpapi.Grant, now time.Time) (events.Event, e
 	if e.Time.IsZero() {
 		e.Time = now.UTC()
 	}
-	// The chain, the route and the principal are the store's and the gateway's to set:
-	// an external event records a fact and never hands work to gridwire's executors.
+	// The chain, the route, the principal and the signature are the store's and the
+	// gateway's to set: an external event records a fact, never hands work to gridwire's
+	// executors, and is signed by ingest, which vouches for who sent it.
 	e.Principal, e.PrevHash, e.PrevSeq, e.Route, e.Hash = g.Principal, "", 0, "", ""
+	e.Signer, e.Signature = "", ""
 	if err := e.Validate(); err != nil {
 		return e, httpapi.Errorf(http.StatusBadRequest, "invalid_event", "event: %v", err)
 	}

@@ -70,3 +70,21 @@ func TestNATSSubmitterIsTheAuthenticatedCaller(t *testing.T) {
 		})
 	}
 }
+
+// An external event arrives with a signer and signature of its own: they are not kept,
+// the store signs what it appends (here a store without a key, so nothing).
+func TestExternalEventsForeignSignatureIsDropped(t *testing.T) {
+	_, st, srv := externalServer(t, testAuth(t))
+	job := events.NewID()
+	var ce map[string]any
+	_ = json.Unmarshal(cloudEvent(events.NewID(), job, siteA, events.Submitted, t0, events.Job{ID: job, Executable: "/opt/app"}), &ce)
+	ce["signer"], ce["signature"] = "UBNDEYF6DDL5X2FGV6LVF3JSD5QCFUU5M76P3GWRVEN525DVDWGFLRFO", "forged"
+	body, _ := json.Marshal(ce)
+	if code, out := post(t, srv+"/v1/events", aliceToken, body); code != 201 {
+		t.Fatalf("publish: %d %v", code, out)
+	}
+	h, err := st.Load(context.Background(), job)
+	if err != nil || len(h.Events) != 1 || h.Events[0].Signer != "" || h.Events[0].Signature != "" {
+		t.Fatalf("stored %+v (%v): the sender's signature was kept", h.Events, err)
+	}
+}
