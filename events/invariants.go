@@ -17,7 +17,7 @@ type Invariants struct {
 	Stuck      int `json:"stuck"`      // jobs not ended
 	Illegal    int `json:"illegal"`    // histories the fold refuses (not a path of the state machine)
 	Terminals  int `json:"terminals"`  // jobs with more than one terminal event in one attempt
-	After      int `json:"after"`      // jobs with an event after their terminal one (but a restart)
+	After      int `json:"after"`      // jobs with an event after their terminal one (but a restart or the attempt's directory_deleted)
 	RunTwice   int `json:"run_twice"`  // jobs started more than once in one attempt (two runs at once)
 	// Properties counts property sets their writer's declaration does not allow (not a
 	// task of the session, the key not declared writable, another scope or collection).
@@ -77,7 +77,10 @@ func (r *Invariants) checkJob(id string, evs []Event) {
 			// A new attempt: it has a start and an end of its own.
 			terminals, started = 0, 0
 		}
-		if terminals > 0 {
+		// The attempt's one directory_deleted is housekeeping after the end, not an
+		// event after it; a second one, or one the fold refuses, is.
+		housekeeping := e.Name == DirectoryDeleted && !refused && st.Status.Terminal() && st.DirectoryDeleted == nil
+		if terminals > 0 && !housekeeping {
 			after = true
 		}
 		if e.Name.Terminal() {
@@ -93,7 +96,7 @@ func (r *Invariants) checkJob(id string, evs []Event) {
 		if err != nil {
 			refused = true
 			// An event after the end is counted as such below, not twice.
-			if !st.Status.Terminal() {
+			if !st.Status.Terminal() || housekeeping {
 				r.Illegal++
 				r.problem("job %s: seq %d %s refused: %v", id, e.Seq, e.Name, err)
 			}

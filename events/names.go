@@ -31,6 +31,10 @@ const (
 	PropertySet     Name = "property_set"     // a task of a DDS session set a property (on the session)
 	Restarted       Name = "restarted"        // watcher: a crashed job runs again, a new attempt
 	SessionUpdated  Name = "session_updated"  // ingest: a session's topology changed: children added, removed
+	// DirectoryDeleted is housekeeping after the end: the executor removed the attempt's
+	// working directory under its cluster's retention. It follows a terminal event and
+	// leaves the job's state terminal (see Apply).
+	DirectoryDeleted Name = "directory_deleted"
 )
 
 // TypePrefix begins every gridwire CloudEvents type: TypePrefix + name + ".v" + version.
@@ -39,7 +43,7 @@ const TypePrefix = "dev.gridwire.job."
 // Names lists every known event name.
 var names = []Name{Submitted, Incarnated, StagingIn, Transfer, Queued, Started, StatusChanged,
 	StatusUnknown, StatusKnown, Held, Resumed, Exited, StagedOut, Succeeded, Failed, Cancelled,
-	CancelRequested, HoldRequested, ResumeRequested, ActionFailed, PropertySet, Restarted, SessionUpdated}
+	CancelRequested, HoldRequested, ResumeRequested, ActionFailed, PropertySet, Restarted, SessionUpdated, DirectoryDeleted}
 
 // Names returns every known event name, in life order.
 func Names() []Name { return append([]Name(nil), names...) }

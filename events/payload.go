@@ -173,6 +173,21 @@ type SessionUpdateData struct {
 	Original Original `json:"original"`          // the new description, for audit
 }
 
+// DirectoryDeletedData records the removal of an ended attempt's working directory under
+// its cluster's retention: what was removed, by which script, and how it went. A removal
+// that failed every try is recorded too (OK false), and not tried again.
+type DirectoryDeletedData struct {
+	OK       bool     `json:"ok"`
+	Paths    []string `json:"paths"`              // the working directory (or directories) removed
+	Host     string   `json:"host,omitempty"`     // where, for a cluster of several hosts
+	Script   string   `json:"script"`             // DELETE (the profile's) or "default" (rm -rf)
+	ExitCode int      `json:"exit_code"`          // of the last try
+	Tries    int      `json:"tries"`              // how many times it ran
+	Reason   string   `json:"reason,omitempty"`   // why it failed
+	Output   string   `json:"output,omitempty"`   // an excerpt of the last try's output
+	Executor string   `json:"executor,omitempty"` // the process that ran it
+}
+
 // Note is a free-text payload for requests, status_unknown/known and action results.
 type Note struct {
 	Reason string `json:"reason,omitempty"`

@@ -37,7 +37,7 @@ const (
 	RoleIngest     Role = "ingest"     // submissions, and external events, to no cluster
 	RoleIncarnator Role = "incarnator" // placement
 	RoleStager     Role = "stager"     // transfers
-	RoleExecutor   Role = "executor"   // a cluster's START, HOLD, RESUME, ABORT; control requests
+	RoleExecutor   Role = "executor"   // a cluster's START, HOLD, RESUME, ABORT, DELETE; control requests
 	RoleWatcher    Role = "watcher"    // what happened on the target; group decisions
 )
 
@@ -50,6 +50,10 @@ var (
 	ErrBadKey       = errors.New("events: malformed key")
 )
 
+// facts are the events ingest may record for other systems: every one but the
+// housekeeping only a cluster's executor does (directory_deleted).
+var facts = slices.DeleteFunc(slices.Clone(names), func(n Name) bool { return n == DirectoryDeleted })
+
 // requests are the events a principal's cancel, hold or resume becomes.
 var requests = []Name{CancelRequested, HoldRequested, ResumeRequested}
 
@@ -58,10 +62,10 @@ var requests = []Name{CancelRequested, HoldRequested, ResumeRequested}
 // cluster): submissions, and facts other systems publish (every event type), which
 // never hand work to a cluster. Every other role may route its events.
 var rights = map[Role][]Name{
-	RoleIngest:     names,
+	RoleIngest:     facts,
 	RoleIncarnator: {Incarnated, Failed, Cancelled},
 	RoleStager:     {StagingIn, Transfer, Queued, StagedOut, Failed, Cancelled},
-	RoleExecutor:   append([]Name{Started, Held, Resumed, ActionFailed, Cancelled, Failed}, requests...),
+	RoleExecutor:   append([]Name{Started, Held, Resumed, ActionFailed, Cancelled, Failed, DirectoryDeleted}, requests...),
 	RoleWatcher: append([]Name{StatusChanged, StatusUnknown, StatusKnown, Exited, Succeeded, Failed, Cancelled,
 		Restarted}, requests...),
 }

@@ -57,6 +57,9 @@ type State struct {
 	// Attempts are the job's earlier runs, when a restart trigger ran it again; the
 	// fields above describe the current (last) one, attempt len(Attempts)+1.
 	Attempts []Attempt `json:"attempts,omitempty"`
+	// DirectoryDeleted is the current attempt's directory_deleted fact, once its working
+	// directory was removed (or the removal failed for good) after its end.
+	DirectoryDeleted *DirectoryDeletedData `json:"directory_deleted,omitempty"`
 
 	StatusUnknown   bool `json:"status_unknown,omitempty"`
 	CancelRequested bool `json:"cancel_requested,omitempty"`
@@ -92,7 +95,7 @@ func Replay(evs []Event) (State, error) {
 // event the state machine does not allow in the current state is an error and leaves
 // the state as it was.
 func Apply(s State, e Event) (State, error) {
-	if s.Status.Terminal() && (e.Name != Restarted || !s.Restartable()) {
+	if s.Status.Terminal() && !afterEnd(s, e.Name) {
 		return s, &TransitionError{Job: e.JobID, From: s.Status, Event: e.Name, Why: "the job has ended"}
 	}
 	if s.Status == StatusNone && e.Name != Submitted {
@@ -113,10 +116,22 @@ func Apply(s State, e Event) (State, error) {
 	// The only fields taken from the event's stored form (Store.decideOnce relies on it:
 	// steps never read Seq, Subject or Hash).
 	next.LastSeq, next.LastID, next.LastHash, next.UpdatedAt = e.Seq, e.ID, e.Hash, e.Time
-	if next.Status.Terminal() {
-		next.EndedAt = e.Time
+	if next.Status.Terminal() && !s.Status.Terminal() {
+		next.EndedAt = e.Time // when it ended, not when housekeeping after the end ran
 	}
 	return next, nil
+}
+
+// afterEnd reports whether an ended job's state accepts the event: a restart of a
+// crashed job with restarts left, or the one directory_deleted of the attempt.
+func afterEnd(s State, n Name) bool {
+	switch n {
+	case Restarted:
+		return s.Restartable()
+	case DirectoryDeleted:
+		return s.DirectoryDeleted == nil
+	}
+	return false
 }
 
 // stepFunc is one event type's transition: temporal's one-apply-per-event-type habit.

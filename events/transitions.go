@@ -53,8 +53,27 @@ func stepFor(n Name) stepFunc {
 		return func(s State, e Event) (State, error) {
 			return s, illegal(s, e, "a session's topology is updated on its parent record, not on a task")
 		}
+	case DirectoryDeleted:
+		return applyDirectoryDeleted
 	}
 	return nil
+}
+
+// applyDirectoryDeleted records the removal of an ended attempt's working directory; the
+// job's status stays what its end made it.
+func applyDirectoryDeleted(s State, e Event) (State, error) {
+	if !s.Status.Terminal() || s.DirectoryDeleted != nil {
+		return s, illegal(s, e, "a working directory is deleted once, after the attempt's end")
+	}
+	if e.Route == "" || e.Route != s.Cluster {
+		return s, illegal(s, e, "deleted by cluster "+e.Route+" but the attempt ran on "+s.Cluster)
+	}
+	var d DirectoryDeletedData
+	if err := e.Payload(&d); err != nil {
+		return s, err
+	}
+	s.DirectoryDeleted = &d
+	return s, nil
 }
 
 func illegal(s State, e Event, why string) error {
