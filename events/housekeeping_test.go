@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -24,7 +25,7 @@ func deleted(t *testing.T, id, cluster string, sec int64) events.Event {
 // as its end made it (status and end time).
 func TestDirectoryDeletedFollowsTheEndOnce(t *testing.T) {
 	id := events.NewID()
-	ended := history(t, id, events.Submitted, events.Incarnated, events.Cancelled)
+	ended := slices.Clip(history(t, id, events.Submitted, events.Incarnated, events.Cancelled))
 	st, err := events.Replay(append(ended, deleted(t, id, "local", 10)))
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +38,6 @@ func TestDirectoryDeletedFollowsTheEndOnce(t *testing.T) {
 		"twice":           append(ended, deleted(t, id, "local", 10), deleted(t, id, "local", 11)),
 		"before the end":  append(history(t, id, events.Submitted, events.Incarnated), deleted(t, id, "local", 10)),
 		"another cluster": append(ended, deleted(t, id, "hpc1", 10)),
-		"unrouted":        append(ended, deleted(t, id, "", 10)),
 	}
 	for name, evs := range refused {
 		if _, err := events.Replay(evs); !errors.Is(err, events.ErrIllegalTransition) {

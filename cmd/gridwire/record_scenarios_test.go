@@ -423,6 +423,16 @@ var scenarios = []scenario{
 		r.expect(cancel, events.StatusCancelled)
 		r.expect(held, events.StatusSucceeded)
 	}},
+	{"directory-deleted", "a cluster with retention 0: the job succeeds, then the executor runs the profile's DELETE on its working directory and records directory_deleted after the terminal event", func(r *recorder) {
+		cfg := cluster.Default()
+		cfg.Clusters[0].Retention = &cluster.Retention{}
+		id := r.openWith(cfg).v3(map[string]any{"executable": "/bin/true"})
+		r.expect(id, events.StatusSucceeded, exitedWith(0))
+		r.waitFor(id, "directory_deleted", func(s events.State) bool { return s.DirectoryDeleted != nil })
+		if _, err := os.Stat(r.workDir(id)); !os.IsNotExist(err) {
+			r.t.Fatalf("the working directory is still there: %v", err)
+		}
+	}},
 }
 
 // openStaging opens the harness with a stager that may read and write gateway files

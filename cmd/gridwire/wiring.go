@@ -434,6 +434,11 @@ func (s *system) startExecutor(ctx context.Context, g *errgroup.Group, c conn, l
 			cl.AllowRoot = true
 		}
 		cfg := executor.Config{Cluster: cl, ID: s.host, Workers: 32}
+		if cl.Retention != nil {
+			if cfg.WorkRoot, err = s.workRoot(cl); err != nil {
+				return err
+			}
+		}
 		store, err := s.store(c, "executor", cl.Name)
 		if err != nil {
 			return err
@@ -444,6 +449,16 @@ func (s *system) startExecutor(ctx context.Context, g *errgroup.Group, c conn, l
 		})
 	}
 	return nil
+}
+
+// workRoot is where the incarnator makes the cluster's job directories, the one place
+// the executor's retention removes them from.
+func (s *system) workRoot(cl cluster.Cluster) (string, error) {
+	profiles, err := incarnator.LoadProfiles(s.cfg.ProfileDir)
+	if err != nil {
+		return "", err
+	}
+	return incarnator.WorkRoot(cl, profiles, filepath.Join(s.data, "jobs"))
 }
 
 func (s *system) startWatcher(ctx context.Context, g *errgroup.Group, c conn, log *slog.Logger, clusters []cluster.Cluster) error {

@@ -79,6 +79,9 @@ type Cluster struct {
 	Queues     []string `yaml:"queues,omitempty"` // first is the default
 	// WorkRoot is where job working directories are made on the target.
 	WorkRoot string `yaml:"work_root,omitempty"`
+	// Retention is how long an ended job's working directory is kept before the
+	// executor removes it; nil keeps it forever.
+	Retention *Retention `yaml:"retention,omitempty"`
 	// RunAs is the unprivileged user a fork cluster's jobs run as; the gateway must run
 	// as root (or as that user) to start them so. A gateway running as root refuses to
 	// start a fork cluster without it, unless AllowRoot says jobs may run as root.

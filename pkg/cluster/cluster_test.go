@@ -65,3 +65,25 @@ func TestDecodeSectionIsStrict(t *testing.T) {
 		t.Errorf("an absent section: %v", err)
 	}
 }
+
+// Retention: absent keeps directories forever, 0 removes them at once, a duration or a
+// number of days waits; anything else is refused with its line.
+func TestRetention(t *testing.T) {
+	base := "clusters:\n  - name: a\n    kind: fork\n    profile: fork\n"
+	cfg, err := Parse("gw.yaml", []byte(base))
+	if err != nil || cfg.Clusters[0].Retention != nil {
+		t.Fatalf("absent: %+v %v", cfg.Clusters[0].Retention, err)
+	}
+	for src, want := range map[string]time.Duration{"0": 0, "2s": 2 * time.Second, "36h": 36 * time.Hour, "7d": 7 * 24 * time.Hour} {
+		cfg, err := Parse("gw.yaml", []byte(base+"    retention: "+src+"\n"))
+		if err != nil || cfg.Clusters[0].Retention == nil || cfg.Clusters[0].Retention.After != want {
+			t.Errorf("retention %s: %+v %v, want %v", src, cfg.Clusters[0].Retention, err, want)
+		}
+	}
+	for _, src := range []string{"-1h", "soon", "1.5d", "[1h]"} {
+		_, err := Parse("gw.yaml", []byte(base+"    retention: "+src+"\n"))
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "line 5") || !strings.Contains(err.Error(), "retention") {
+			t.Errorf("retention %s: %v, want an error at line 5 naming retention", src, err)
+		}
+	}
+}

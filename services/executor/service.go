@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/gridwire/gridwire/events"
@@ -38,6 +39,20 @@ type Config struct {
 	// a start's heartbeat (every third of it) extends it while the start runs. Default
 	// 30s: a dead executor's jobs go to another process after it.
 	AckWait time.Duration
+
+	// WorkRoot is the cluster's work root as the incarnator makes job directories in it:
+	// the only place the retention removes anything from. Required with a retention.
+	WorkRoot string
+	// SweepEvery is how often the retention's schedule is looked at besides when it
+	// changes; default one minute.
+	SweepEvery time.Duration
+	// RemoveTries bounds the runs of a failing DELETE before its failure is recorded;
+	// default 3, RemoveBackoff (default 2s) apart, doubling.
+	RemoveTries   int
+	RemoveBackoff time.Duration
+	// ClaimStale is how long another process's claim on a due removal is left alone;
+	// default 10 minutes.
+	ClaimStale time.Duration
 }
 
 // Validate reports configuration errors.
@@ -54,8 +69,11 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("executor: cluster %s: kind %q is neither fork nor ssh", c.Cluster.Name, c.Cluster.Kind)
 	}
-	if c.Workers < 0 || c.MaxDeliver < 0 || c.AckWait < 0 {
-		return fmt.Errorf("executor: cluster %s: negative workers, max deliveries or ack wait", c.Cluster.Name)
+	if c.Workers < 0 || c.MaxDeliver < 0 || c.AckWait < 0 || c.SweepEvery < 0 || c.RemoveTries < 0 || c.RemoveBackoff < 0 || c.ClaimStale < 0 {
+		return fmt.Errorf("executor: cluster %s: negative workers, max deliveries, ack wait or retention setting", c.Cluster.Name)
+	}
+	if c.Cluster.Retention != nil && !strings.HasPrefix(c.WorkRoot, "/") {
+		return fmt.Errorf("executor: cluster %s: a retention needs the cluster's work root, an absolute path (have %q)", c.Cluster.Name, c.WorkRoot)
 	}
 	return nil
 }
@@ -123,6 +141,7 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 	if cfg.AckWait <= 0 {
 		cfg.AckWait = 30 * time.Second
 	}
+	cfg = retentionDefaults(cfg)
 	log := deps.Logger.With("cluster", cfg.Cluster.Name)
 	tg := deps.Target
 	if tg == nil {
@@ -140,6 +159,13 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 	}
 	x := &executor{cfg: cfg, deps: deps, log: log, target: tg, ctl: ctl}
 	g, gctx := errgroup.WithContext(ctx)
+	if cfg.Cluster.Retention != nil {
+		rm, ok := tg.(Remover)
+		if !ok {
+			return fmt.Errorf("executor: cluster %s has a retention, but its target cannot remove directories", cfg.Cluster.Name)
+		}
+		g.Go(func() error { return x.runRetention(gctx, rm) })
+	}
 	g.Go(func() error {
 		return events.Consume(gctx, deps.JS, events.ConsumerSpec{
 			Durable:    "executor-" + cfg.Cluster.Name,

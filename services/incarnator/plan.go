@@ -129,14 +129,7 @@ func newTarget(cl cluster.Cluster, set *profile.Set, workRoot string, local []st
 	if t.delim == "" {
 		t.delim = "/"
 	}
-	switch {
-	case cl.WorkRoot != "":
-		t.root = cl.WorkRoot
-	case cl.Kind == cluster.KindFork && workRoot != "":
-		t.root = workRoot
-	default:
-		t.root = prof.UspaceRoot
-	}
+	t.root = rootOf(cl, prof, workRoot)
 	if t.root == "" {
 		return nil, fmt.Errorf("no work_root, and profile %q has no UspaceRoot", cl.Profile)
 	}
@@ -144,6 +137,33 @@ func newTarget(cl cluster.Cluster, set *profile.Set, workRoot string, local []st
 		return nil, err
 	}
 	return t, nil
+}
+
+// rootOf is where a cluster's job directories are made: its work_root, else (a fork
+// cluster) the gateway's, else its profile's UspaceRoot.
+func rootOf(cl cluster.Cluster, prof *profile.Profile, workRoot string) string {
+	switch {
+	case cl.WorkRoot != "":
+		return cl.WorkRoot
+	case cl.Kind == cluster.KindFork && workRoot != "":
+		return workRoot
+	}
+	return prof.UspaceRoot
+}
+
+// WorkRoot is the directory a cluster's job directories are made in, as the planner
+// makes them (workRoot as for NewPlanner): the executor's retention removes nothing
+// outside it.
+func WorkRoot(cl cluster.Cluster, profiles *profile.Set, workRoot string) (string, error) {
+	prof, ok := profiles.Profile(cl.Profile)
+	if !ok {
+		return "", fmt.Errorf("cluster %s: profile %q is not in the profile set", cl.Name, cl.Profile)
+	}
+	root := rootOf(cl, prof, workRoot)
+	if root == "" {
+		return "", fmt.Errorf("cluster %s: no work_root, and profile %q has no UspaceRoot", cl.Name, cl.Profile)
+	}
+	return root, nil
 }
 
 // Profiles returns the planner's profile set.
