@@ -107,7 +107,7 @@ perms() { # perms USER PUBLISH-LINES [SUBSCRIBE-SUBJECTS] [DENY-LINES] [responds
 # pull from or delete the durable consumers the services share (taking another role's work).
 durables_except() { # durables_except [OWN...]: deny lines for every service durable but OWN
   local -a all=(incarnator stager-in stager-out watcher-end watcher-groups watcher-group-requests watcher-restarts)
-  for c in "${cluster_list[@]}"; do all+=("watcher-$c" "executor-$c" "executor-control-$c"); done
+  for c in "${cluster_list[@]}"; do all+=("watcher-$c" "executor-$c" "executor-control-$c" "executor-retention-$c"); done
   for d in "${all[@]}"; do
     local own=0
     for o in "$@"; do [ "$o" = "$d" ] && own=1; done
@@ -159,10 +159,14 @@ lines() { printf '%s\n' "$@"; }
     kv gridwire-watch; kv gridwire-ptp-ids write; kv gridwire-properties write; kv gridwire-secrets write)" "" \
     "$(durables_except)"
   perms reader "$(lines "${read_api[@]}" "${ordered[@]}"; kv gridwire-jobs; kv gridwire-watch)" "" "$(durables_except)"
+  # An executor also removes its cluster's ended jobs' directories under a retention:
+  # directory_deleted routed to its cluster, the schedule's durable (several filters:
+  # pinned by name only) and its KV bucket.
   for c in "${cluster_list[@]}"; do
-    perms "executor-$c" "$(lines "${read_api[@]}"; events_of "$c" started held resumed action_failed cancelled
+    perms "executor-$c" "$(lines "${read_api[@]}"; events_of "$c" started held resumed action_failed cancelled directory_deleted
       events_of '_' cancelled failed; echo "gridwire.hint.exit.$c"
-      durable "executor-$c" "jobs.*.queued.$c"; durable "executor-control-$c")"
+      durable "executor-$c" "jobs.*.queued.$c"; durable "executor-control-$c"; durable "executor-retention-$c"
+      kv gridwire-retention write)"
   done
   echo "    ]"
   echo "  }"

@@ -1,5 +1,6 @@
 // Package executor starts incarnated jobs on their cluster's target and records the
-// run it started, and carries out the cancel, hold and resume requests of started jobs.
+// run it started, carries out the cancel, hold and resume requests of started jobs, and,
+// under a cluster's retention, removes ended jobs' working directories (retention.go).
 // It never waits on a job: it starts it, records the native ID and moves on; the watcher
 // follows the job from there. Any number of executor processes may share one cluster's
 // work through a durable consumer filtered to that cluster, and any of them may die:
