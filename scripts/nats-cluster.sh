@@ -131,9 +131,9 @@ lines() { printf '%s\n' "$@"; }
     '$JS.API.STREAM.UPDATE.JOBS' '$JS.API.CONSUMER.CREATE.JOBS.>' '$JS.API.CONSUMER.MSG.NEXT.JOBS.*' \
     '$JS.ACK.JOBS.>'; kv gridwire-jobs write; kv gridwire-watch write; kv gridwire-idempotency write
     kv gridwire-secrets write; kv gridwire-properties write; obj gridwire-uploads write)" 'gridwire.>'
-  # Ingest submits (a group's parent to the route "group") and records external facts,
-  # never routed to a cluster.
-  perms ingest "$(lines "${read_api[@]}" 'jobs.*.submitted._' 'jobs.*.submitted.group' 'jobs.*.cancel_requested.*' \
+  # Ingest submits (a group's parent to the route "group"), records a session's topology
+  # update and external facts, never routed to a cluster.
+  perms ingest "$(lines "${read_api[@]}" 'jobs.*.submitted._' 'jobs.*.submitted.group' 'jobs.*.session_updated._' 'jobs.*.cancel_requested.*' \
     'jobs.*.hold_requested.*' 'jobs.*.resume_requested.*'; kv gridwire-idempotency write; obj gridwire-uploads write)" \
     'gridwire.api.submit gridwire.api.events' "" responds
   # The end of a job a service decides before it runs (failed, cancelled) is unrouted;
