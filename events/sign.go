@@ -59,8 +59,9 @@ var requests = []Name{CancelRequested, HoldRequested, ResumeRequested}
 
 // rights is the one table of which role may write which event. Ingest writes only
 // unrouted events (a group's submitted event excepted: it is routed to RouteGroup, no
-// cluster): submissions, and facts other systems publish (every event type), which
-// never hand work to a cluster. Every other role may route its events.
+// cluster): submissions, and facts other systems publish (every event type but the
+// executor's directory_deleted), which never hand work to a cluster. Every other role
+// may route its events.
 var rights = map[Role][]Name{
 	RoleIngest:     facts,
 	RoleIncarnator: {Incarnated, Failed, Cancelled},
