@@ -24,7 +24,8 @@ func auditInvariantsCmd(e *env) *cobra.Command {
 		Use:   "invariants",
 		Short: "check the whole log: nothing lost, doubled, stuck, illegal, ended twice or run twice",
 		Long: "invariants reads every event of the log and checks, for every job: its history is a legal\n" +
-			"path through the state machine; it has exactly one terminal event and nothing after it; it\n" +
+			"path through the state machine; it has exactly one terminal event and nothing after it but\n" +
+			"a restart or the one directory_deleted of its retention; it\n" +
 			"was started at most once; it has ended. With --expect FILE (one acknowledged job ID per line)\n" +
 			"every listed job must be in the log and no other job may be. The job table projection is\n" +
 			"rebuilt from the log in memory and compared with the live one, and so is the live view of\n" +
