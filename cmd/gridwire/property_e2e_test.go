@@ -165,3 +165,52 @@ func TestE2EPropertiesOverSSH(t *testing.T) {
 		t.Fatalf("looked for credentials in %d task histories with rendered scripts, want 2:\n%s", checked, list)
 	}
 }
+
+// On a real Slurm (submitted to from this host): sbatch carries the task's environment,
+// so a writer task sets a property with `gridwire property put` and a reader task of the
+// same session waits for it with `gridwire property watch --once`.
+func TestE2EPropertiesOnSlurm(t *testing.T) {
+	cl := slurmCluster(t)
+	if err := os.Chmod(cl.WorkRoot, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeFile(t, t.TempDir(), "gridwire.yaml", "clusters:\n  - name: hpc\n    kind: fork\n    profile: slurm\n    lrms: Slurm\n"+
+		"    queues: [debug]\n    work_root: "+cl.WorkRoot+"\n")
+	shared := sharedDir(t)
+	bin := filepath.Join(shared, "gridwire")
+	if err := os.Rename(buildBinary(t), bin); err != nil {
+		t.Fatal(err)
+	}
+	server := serveCLI(t, "--config", cfg)
+	topo := writeFile(t, t.TempDir(), "props.xml", `<topology name="slurm-props">
+  <property name="peer"/>
+  <decltask name="server">
+    <exe>`+bin+` property put peer from-slurm</exe>
+    <properties><name access="write">peer</name></properties>
+  </decltask>
+  <decltask name="client">
+    <exe>/bin/sh -c '`+bin+` property watch --once peer > `+shared+`/got.tmp &amp;&amp; mv `+shared+`/got.tmp `+shared+`/got'</exe>
+    <properties><name access="read">peer</name></properties>
+  </decltask>
+  <main name="main"><task>server</task><task>client</task></main>
+</topology>`)
+	ctx := context.Background()
+	out, errOut, err := runCLI(ctx, "submit", "--server", server, topo)
+	if err != nil {
+		t.Fatalf("submit: %v %s", err, errOut)
+	}
+	if got := waitContent(t, filepath.Join(shared, "got")); got != "from-slurm" {
+		t.Fatalf("the reader got %q", got)
+	}
+	session := strings.Fields(out)[0]
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		out, _, _ := runCLI(ctx, "status", "--json", "--server", server, session)
+		var v jobView
+		if json.Unmarshal([]byte(out), &v) == nil && v.Status == string(events.StatusSucceeded) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the session did not succeed: %s", out)
+		}
+	}
+}
