@@ -62,8 +62,8 @@ func TestE2EOpenSSHCluster(t *testing.T) {
 	cfg := cluster.Config{Clusters: []cluster.Cluster{{Name: "remote", Kind: cluster.KindSSH, Hosts: []string{srv.Addr},
 		User: srv.User, Identity: srv.ClientKeyFile, KnownHosts: srv.KnownHostsFile, Profile: "fork", LRMS: "Fork",
 		WorkRoot: srv.Dir}}}
-	files := t.TempDir()
-	h := newHarnessWith(t, withFileRoot(t, cfg, files))
+	files, target := t.TempDir(), filepath.Join(srv.Dir, "target") // target: on the SSH host, writable by its user
+	h := newHarnessWith(t, withRoots(t, cfg, files, target))
 
 	id := h.submitJSON(map[string]any{"version": 3, "executable": "/bin/sh", "arguments": []string{"-c", "id -un"}})
 	st := h.waitEnd(id)
@@ -95,6 +95,7 @@ func TestE2EOpenSSHCluster(t *testing.T) {
 
 	t.Run("JRDL times and reserved names", func(t *testing.T) { checkJRDLRunTime(t, h) })
 	t.Run("JRDL directory, staging and cleanup", func(t *testing.T) { checkJRDLDirectory(t, h, files) })
+	t.Run("JRDL absolute directory and cleanup path", func(t *testing.T) { checkJRDLAbsoluteDirectory(t, h, files, target) })
 	t.Run("group hold, resume and cancel", func(t *testing.T) { checkGroupControl(t, h) })
 	t.Run("co-allocated subjob fails: its sibling is ended", func(t *testing.T) { checkCoallocationAbort(t, h) })
 	t.Run("co-allocation policy continue", func(t *testing.T) { checkCoallocationContinue(t, h) })

@@ -57,13 +57,54 @@ func TestJRDLRunTimeOnFork(t *testing.T) {
 	checkJRDLRunTime(t, newHarness(t))
 }
 
-// withFileRoot opens root to every job for reading and writing (stager.file_roots).
+// withFileRoot opens root to every job for reading and writing (stager.file_roots), and
+// the gateway-side temporary directory's "target" beside it as a target path
+// (stager.target_paths) for absolute job directories on this machine.
 func withFileRoot(t *testing.T, cfg cluster.Config, root string) cluster.Config {
 	t.Helper()
-	if err := cfg.Stager.Encode(map[string]any{"file_roots": []map[string]string{{"path": root, "access": "read-write"}}}); err != nil {
+	return withRoots(t, cfg, root, root+"-target")
+}
+
+// withRoots opens files (on the gateway) and target (on the cluster's target) to every
+// job for reading and writing.
+func withRoots(t *testing.T, cfg cluster.Config, files, target string) cluster.Config {
+	t.Helper()
+	rw := func(p string) []map[string]string { return []map[string]string{{"path": p, "access": "read-write"}} }
+	if err := cfg.Stager.Encode(map[string]any{"file_roots": rw(files), "target_paths": rw(target)}); err != nil {
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+// checkJRDLAbsoluteDirectory runs a job whose <directory> is an absolute path inside the
+// target path target: its input is staged in there, it runs there, its STDOUT lands there
+// and an absolute cleanup path inside it is removed. The e2e suite runs it on real SSH.
+func checkJRDLAbsoluteDirectory(t *testing.T, h *harness, files, target string) {
+	t.Helper()
+	src, dst := filepath.Join(files, "abs-in.txt"), filepath.Join(files, "abs-out-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	if err := os.WriteFile(src, []byte("absolute\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(target, "run-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	ids := h.submitJRDL(jrdlJob(`<stringElement value="cat in.txt &gt; copy.txt; pwd"/>`, `
+<directory><path><stringElement value="`+dir+`"/></path></directory>
+<stdout><pathArray><path><stringElement value="STDOUT"/></path></pathArray></stdout>
+<fileStageIn><fileInputArray><fileInput><url><urlElement value="file://`+src+`"/></url><path><stringElement value="in.txt"/></path></fileInput></fileInputArray></fileStageIn>
+<fileStageOut><fileOutputArray><fileOutput><path><stringElement value="copy.txt"/></path><url><urlElement value="file://`+dst+`"/></url></fileOutput></fileOutputArray></fileStageOut>
+<fileCleanUp><pathArray><path><stringElement value="`+dir+`/in.txt"/></path></pathArray></fileCleanUp>`))
+	st := h.waitEnd(ids[0])
+	if st.Status != events.StatusSucceeded {
+		t.Fatalf("a job in an absolute <directory>: %s (%s)", st.Status, st.Reason)
+	}
+	if out, err := os.ReadFile(dst); string(out) != "absolute\n" {
+		t.Errorf("staged out %q (%v)", out, err)
+	}
+	if out, err := os.ReadFile(filepath.Join(dir, "STDOUT")); err != nil || strings.TrimSpace(string(out)) != dir {
+		t.Errorf("STDOUT in %s: %q (%v); want the program's directory", dir, out, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "in.txt")); !os.IsNotExist(err) {
+		t.Errorf("the absolute cleanup path is still there (%v)", err)
+	}
 }
 
 // jrdlInDirectory is a JRDL job running in the relative directory "run" that reads a
@@ -116,6 +157,8 @@ func checkJRDLDirectory(t *testing.T, h *harness, root string) {
 // TestJRDLDirectoryOnFork: <directory>, staging, STDOUT and cleanup agree on a fork
 // cluster through the whole gateway.
 func TestJRDLDirectoryOnFork(t *testing.T) {
-	root := t.TempDir()
-	checkJRDLDirectory(t, newHarnessWith(t, withFileRoot(t, cluster.Default(), root)), root)
+	root, target := t.TempDir(), t.TempDir()
+	h := newHarnessWith(t, withRoots(t, cluster.Default(), root, target))
+	checkJRDLDirectory(t, h, root)
+	checkJRDLAbsoluteDirectory(t, h, root, target)
 }
