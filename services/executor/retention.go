@@ -23,7 +23,8 @@ import (
 // acknowledges each event at once: the events that end a job on the cluster (staged_out
 // routed to it, cancelled by its ABORT) and the unrouted ends (failed, cancelled) of
 // jobs placed on it. Every executor process of the cluster watches the bucket into
-// memory (rebuilt by the watch on restart) and sweeps it; a due key is claimed with a
+// memory (rebuilt by the watch on restart) and sweeps it, reading a job once to learn when
+// its directory is due and not again before then; a due key is claimed with a
 // compare-and-set on its revision, so one process runs DELETE, and the conditional
 // append of directory_deleted on the job's chain is the last word should a stale claim
 // be taken over. Nothing waits in JetStream for days, and no sweep reads the log beyond
@@ -47,8 +48,11 @@ type sweeper struct {
 	rm    Remover
 	kv    jetstream.KeyValue
 
-	mu   sync.Mutex
-	due  map[string]dueEntry // by key
+	mu  sync.Mutex
+	due map[string]dueEntry // by key
+	// at is when an ended attempt's directory is due, once a sweep has read it: later
+	// sweeps skip it without reading the job until then.
+	at   map[string]time.Time
 	wake chan struct{}
 }
 
@@ -80,7 +84,7 @@ func (x *executor) runRetention(ctx context.Context, rm Remover) error {
 		return err
 	}
 	s := &sweeper{x: x, after: x.cfg.Cluster.Retention.After, root: x.cfg.WorkRoot, rm: rm, kv: kv,
-		due: map[string]dueEntry{}, wake: make(chan struct{}, 1)}
+		due: map[string]dueEntry{}, at: map[string]time.Time{}, wake: make(chan struct{}, 1)}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return s.watch(gctx) })
 	g.Go(func() error { return s.loop(gctx) })
@@ -159,6 +163,7 @@ func (s *sweeper) update(u jetstream.KeyValueEntry) {
 	var e dueEntry
 	if u.Operation() != jetstream.KeyValuePut || json.Unmarshal(u.Value(), &e) != nil {
 		delete(s.due, u.Key())
+		delete(s.at, u.Key())
 		return
 	}
 	e.rev = u.Revision()
@@ -196,10 +201,13 @@ func (s *sweeper) loop(ctx context.Context) error {
 // sweep removes the directories that are due, four at a time. It reports whether an
 // attempt's end is still to be recorded (its stage-out seen, its terminal event not yet).
 func (s *sweeper) sweep(ctx context.Context) (soon bool) {
+	now := s.x.deps.Now()
 	s.mu.Lock()
 	keys := make(map[string]dueEntry, len(s.due))
 	for k, e := range s.due {
-		keys[k] = e
+		if at, ok := s.at[k]; !ok || !now.Before(at) {
+			keys[k] = e
+		}
 	}
 	s.mu.Unlock()
 	var mu sync.Mutex
@@ -238,6 +246,9 @@ func (s *sweeper) one(ctx context.Context, key string, e dueEntry) (waiting bool
 	case st.Restartable():
 		return true, nil // the watcher runs it again
 	case s.x.deps.Now().Before(st.EndedAt.Add(s.after)):
+		s.mu.Lock()
+		s.at[key] = st.EndedAt.Add(s.after)
+		s.mu.Unlock()
 		return false, nil
 	case e.ClaimedBy != "" && s.x.deps.Now().Sub(e.ClaimedAt) < s.x.cfg.ClaimStale:
 		return false, nil // another process is removing it
@@ -267,6 +278,7 @@ func (s *sweeper) drop(ctx context.Context, key string, e dueEntry) error {
 	if err == nil {
 		s.mu.Lock()
 		delete(s.due, key)
+		delete(s.at, key)
 		s.mu.Unlock()
 	}
 	return err

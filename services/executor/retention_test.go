@@ -311,3 +311,44 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// countingStore counts the job states read whole (State).
+type countingStore struct {
+	*events.Store
+	states atomic.Int64
+}
+
+func (c *countingStore) State(ctx context.Context, id string) (events.State, error) {
+	c.states.Add(1)
+	return c.Store.State(ctx, id)
+}
+
+// A sweep reads an ended job once to learn when its directory is due, not on every
+// sweep until then: the schedule costs the log nothing while it waits.
+func TestRetentionReadsAWaitingJobOnce(t *testing.T) {
+	e := newEnv(t)
+	cfg, root := retained(t, time.Hour)
+	id := events.NewID()
+	e.ended("local", filepath.Join(root, id), "")
+	c := &clock{now: time.Now()}
+	store := &countingStore{Store: e.store}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, cfg, Deps{JS: e.bus.JS, Conn: e.bus.Conn, Store: store, Target: &ForkTarget{Cluster: "local"}, Now: c.Now})
+	}()
+	defer func() { cancel(); <-done }()
+	kv, err := retentionBucket(context.Background(), e.bus.JS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the attempt is scheduled", func() bool {
+		_, err := kv.Get(context.Background(), dueKey("local", id, 1))
+		return err == nil
+	})
+	seen := c.reads.Load()
+	waitUntil(t, "sweeps", func() bool { return c.reads.Load() > seen+20 })
+	if n := store.states.Load(); n > 3 {
+		t.Fatalf("%d reads of the job over %d clock reads, want it read once while it waits", n, c.reads.Load()-seen)
+	}
+}
