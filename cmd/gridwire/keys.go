@@ -66,17 +66,11 @@ func openKeyset(dir string, cfg cluster.Config, log *slog.Logger) (*keyset, erro
 
 // grantOf reads a seed file's stem: a role, or executor-<cluster>.
 func grantOf(stem string) (events.Grant, error) {
-	if c, ok := strings.CutPrefix(stem, string(events.RoleExecutor)+"-"); ok && namePattern(c) {
+	if c, ok := strings.CutPrefix(stem, string(events.RoleExecutor)+"-"); ok && events.ValidRoute(c) {
 		return events.Grant{Role: events.RoleExecutor, Clusters: []string{c}}, nil
 	}
 	role, err := events.ParseRole(stem)
 	return events.Grant{Role: role}, err
-}
-
-func namePattern(s string) bool {
-	return s != "" && len(s) <= 64 && !strings.ContainsFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
-	})
 }
 
 // load reads one seed file and trusts its public key.
