@@ -123,6 +123,9 @@ func Open(ctx context.Context, cfg Config) (*Bus, error) {
 	return startEmbedded(cfg)
 }
 
+// readyWithin bounds the embedded server's start, recovery of the store included.
+const readyWithin = 10 * time.Minute
+
 func startEmbedded(cfg Config) (*Bus, error) {
 	store := filepath.Join(cfg.DataDir, "jetstream")
 	if err := os.MkdirAll(store, 0o750); err != nil {
@@ -147,6 +150,11 @@ func startEmbedded(cfg Config) (*Bus, error) {
 		}
 		if p == 0 {
 			p = server.RANDOM_PORT
+		} else if ln, err := net.Listen("tcp", cfg.Listen); err != nil {
+			// Refused here, at once: the server would only log it and never be ready.
+			return nil, fmt.Errorf("bus: listening on %s: %w", cfg.Listen, err)
+		} else {
+			ln.Close()
 		}
 		opts.Host, opts.Port = host, p
 		switch {
@@ -161,9 +169,11 @@ func startEmbedded(cfg Config) (*Bus, error) {
 		return nil, fmt.Errorf("bus: configuring embedded server: %w", err)
 	}
 	go s.Start()
-	if !s.ReadyForConnections(30 * time.Second) {
+	// A store of millions of messages recovers its streams' subject indexes before the
+	// server is ready: a million jobs' log took more than 30 s on two loaded cores.
+	if !s.ReadyForConnections(readyWithin) {
 		s.Shutdown()
-		return nil, errors.New("bus: embedded server did not become ready within 30s")
+		return nil, fmt.Errorf("bus: embedded server did not become ready within %v", readyWithin)
 	}
 	copts := cfg.inProcessOptions()
 	nc, err := nats.Connect("", append(copts, nats.InProcessServer(s), nats.Name(nameOr(cfg.Name)),
