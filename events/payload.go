@@ -30,6 +30,8 @@ func NewPayload(n Name) any {
 		return &EndData{}
 	case PropertySet:
 		return &PropertySetData{}
+	case DirectoryDeleted:
+		return &DirectoryDeletedData{}
 	}
 	return &Note{}
 }

@@ -81,6 +81,10 @@ func parseExternal(body []byte, g httpapi.Grant, now time.Time) (events.Event, e
 	// executors, and is signed by ingest, which vouches for who sent it.
 	e.Principal, e.PrevHash, e.PrevSeq, e.Route, e.Hash = g.Principal, "", 0, "", ""
 	e.Signer, e.Signature = "", ""
+	if err := (events.Grant{Role: events.RoleIngest}).May(e, events.State{}); err != nil {
+		// directory_deleted: only the cluster's executor records what it removed there.
+		return e, httpapi.Errorf(http.StatusForbidden, "not_external", "type: %v", err)
+	}
 	if err := e.Validate(); err != nil {
 		return e, httpapi.Errorf(http.StatusBadRequest, "invalid_event", "event: %v", err)
 	}

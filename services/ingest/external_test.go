@@ -163,6 +163,7 @@ func TestExternalEventsOverHTTP(t *testing.T) {
 		{"payload of the wrong shape", cloudEvent(events.NewID(), job, siteA, events.Exited, t0, map[string]any{"exit_code": "zero"}), 400, "invalid_data"},
 		{"fold refuses", cloudEvent(events.NewID(), job, siteA, events.Exited, t0, events.ExitedData{ExitCode: 0}), 409, "illegal_transition"},
 		{"a second submission", cloudEvent(events.NewID(), job, siteA, events.Submitted, t0, events.Job{ID: job}), 409, "illegal_transition"},
+		{"what only an executor records", cloudEvent(events.NewID(), job, siteA, events.DirectoryDeleted, t0, events.DirectoryDeletedData{OK: true}), 403, "not_external"},
 	}
 	for _, r := range refusals {
 		if code, out := post(t, url, aliceToken, r.body); code != r.code || errCode(out) != r.err {
