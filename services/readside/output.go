@@ -232,6 +232,10 @@ func (o *outputStream) copy(ctx context.Context, st events.State, off *int64) (b
 	file := path.Join(st.Incarnation.WorkDir, o.req.file)
 	ch, err := rd.ReadFrom(ctx, file, max(*off, 0), outputChunk)
 	if errors.Is(err, fs.ErrNotExist) {
+		if d := st.DirectoryDeleted; d != nil && st.Status.Terminal() {
+			return false, httpapi.Errorf(http.StatusGone, "output_gone", "job %s: %s is gone: its cluster's retention removed %s on %s at %s (%s)",
+				o.id, o.req.file, st.Incarnation.WorkDir, st.Host, st.UpdatedAt.UTC().Format(time.RFC3339), d.Script)
+		}
 		if st.Status.Terminal() {
 			return false, httpapi.Errorf(http.StatusGone, "output_gone", "job %s: %s is gone from %s on %s (the working directory was cleaned up)",
 				o.id, o.req.file, st.Incarnation.WorkDir, st.Host)

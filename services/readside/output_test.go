@@ -102,6 +102,13 @@ func TestOutputFromEveryTargetKind(t *testing.T) {
 			if code, _, body := get(t, base); code != http.StatusGone || !strings.Contains(body, "output_gone") {
 				t.Errorf("after cleanup: %d %s", code, body)
 			}
+			// Removed under the cluster's retention: the answer says so, and when.
+			play(t, st, id, t0.Add(time.Hour), []step{{Name: events.DirectoryDeleted, Route: c.cluster,
+				Payload: events.DirectoryDeletedData{OK: true, Paths: []string{dir}, Script: events.ScriptDelete, Tries: 1}}})
+			if code, _, body := get(t, base); code != http.StatusGone || !strings.Contains(body, "retention removed") ||
+				!strings.Contains(body, t0.Add(time.Hour).Format(time.RFC3339)) {
+				t.Errorf("after the retention's removal: %d %s", code, body)
+			}
 		})
 	}
 	unknown := events.NewID()
