@@ -198,3 +198,51 @@ func TestPropertyReplayAndAuditVerbs(t *testing.T) {
 		t.Fatalf("audit invariants of a tampered view: %v\n%s", err, out)
 	}
 }
+
+// collectionTopology runs two instances of a collection of a writer and a reader on the
+// local fork cluster: each writer sets the collection-scoped shm to its own task path
+// with curl, each reader reads shm until it is set and writes what it got into dir,
+// named by its collection instance.
+func collectionTopology(dir string) string {
+	auth := `-H "Authorization: Bearer $GRIDWIRE_PROPERTY_TOKEN" "$GRIDWIRE_PROPERTY_URL/v1/tasks/self/properties/shm"`
+	return `<topology name="scoped">
+  <property name="shm" scope="collection"/>
+  <decltask name="writer">
+    <exe>/bin/sh -c 'curl -sf -X PUT --data-binary "$DDS_TASK_PATH" ` + auth + `'</exe>
+    <properties><name access="write">shm</name></properties>
+  </decltask>
+  <decltask name="reader">
+    <exe>/bin/sh -c 'f=` + dir + `/$(echo "$DDS_TASK_PATH" | tr / _); until curl -sf -o "$f.tmp" ` + auth + `; do [ -e ` + dir + `/stop ] &amp;&amp; exit 1; sleep 0.05; done; mv "$f.tmp" "$f"'</exe>
+    <properties><name access="read">shm</name></properties>
+  </decltask>
+  <declcollection name="pair"><tasks><name>writer</name><name>reader</name></tasks></declcollection>
+  <main name="main"><group name="g" n="2"><collection>pair</collection></group></main>
+</topology>`
+}
+
+// On the local fork cluster, two instances of one collection each set the same
+// collection-scoped key: each reader gets the value of its own instance's writer.
+func TestCollectionScopeOnTheForkCluster(t *testing.T) {
+	server := serveCLI(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	// However the test ends, the readers end too (before serve stops).
+	t.Cleanup(func() { _ = os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644) })
+	topo := writeFile(t, t.TempDir(), "scoped.xml", collectionTopology(dir))
+	if _, errOut, err := runCLI(ctx, "submit", "--server", server, topo); err != nil {
+		t.Fatalf("submit: %v %s", err, errOut)
+	}
+	for _, inst := range []string{"pair_0", "pair_1"} {
+		var got struct {
+			Value      string `json:"value"`
+			Collection string `json:"collection"`
+		}
+		body := waitContent(t, filepath.Join(dir, "main_g_"+inst+"_reader_0"))
+		if err := json.Unmarshal([]byte(body), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Value != "main/g/"+inst+"/writer_0" || got.Collection != "main/g/"+inst {
+			t.Errorf("the reader of %s got %+v", inst, got)
+		}
+	}
+}
