@@ -140,7 +140,7 @@ func (p *projector) fold(ctx context.Context, m jetstream.Msg) error {
 	en, err := entryOf(e)
 	if err != nil {
 		p.log.Warn("property_set left out of the property view", "job", e.JobID, "seq", e.Seq, "err", err)
-	} else if err := put(ctx, p.kv, en); err != nil {
+	} else if err := putNewer(ctx, p.kv, en); err != nil {
 		return err
 	}
 	p.folded = max(p.folded, e.Seq)
@@ -164,6 +164,44 @@ func put(ctx context.Context, kv jetstream.KeyValue, en Entry) error {
 		return fmt.Errorf("writing property %s of %s: %w", en.Key, en.Session, err)
 	}
 	return nil
+}
+
+// putNewer writes an entry unless the view already holds a later value of its key: with
+// a compare-and-set on the key's revision, so that several read sides projecting at once
+// (each at its own pace) never take a key back to an older value.
+func putNewer(ctx context.Context, kv jetstream.KeyValue, en Entry) error {
+	key := EntryKey(en.Session, en.PropertySetData)
+	b, err := json.Marshal(en)
+	if err != nil {
+		return err
+	}
+	for range 8 {
+		cur, err := kv.Get(ctx, key)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			if _, err = kv.Create(ctx, key, b); errors.Is(err, jetstream.ErrKeyExists) {
+				continue
+			}
+			return wrapPut(en, err)
+		case err != nil:
+			return wrapPut(en, err)
+		}
+		if old, err := decodeEntry(cur.Value()); err == nil && old.Seq >= en.Seq {
+			return nil
+		}
+		if _, err = kv.Update(ctx, key, b, cur.Revision()); errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			continue
+		}
+		return wrapPut(en, err)
+	}
+	return wrapPut(en, errors.New("the key kept changing"))
+}
+
+func wrapPut(en Entry, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("writing property %s of %s: %w", en.Key, en.Session, err)
 }
 
 // flush writes the stamp when it moved.
