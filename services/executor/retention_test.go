@@ -352,3 +352,56 @@ func TestRetentionReadsAWaitingJobOnce(t *testing.T) {
 		t.Fatalf("%d reads of the job over %d clock reads, want it read once while it waits", n, c.reads.Load()-seen)
 	}
 }
+
+// A job run again after a crash: its first attempt's directory waits for the restart,
+// and the last attempt's removal takes every attempt's directory on the cluster, in one
+// directory_deleted after the last end.
+func TestRetentionRemovesEveryAttemptsDirectory(t *testing.T) {
+	e := newEnv(t)
+	cfg, root := retained(t, 0)
+	id := events.NewID()
+	first, second := filepath.Join(root, id), filepath.Join(root, id+".2")
+	for _, d := range []string{first, second} {
+		if err := os.MkdirAll(filepath.Join(d, events.ControlDir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sub, _ := events.New(id, events.Submitted, "", time.Now(), events.Job{ID: id, Executable: "/bin/false", Restarts: 1})
+	if _, err := e.store.Create(context.Background(), sub); err != nil {
+		t.Fatal(err)
+	}
+	code := 1
+	e.append(id, events.Incarnated, "", forkIncarnation("local", first, "false"))
+	e.append(id, events.Queued, "local", events.QueuedData{Cluster: "local"})
+	e.append(id, events.Started, "local", events.StartedData{Cluster: "local", NativeID: "1", Running: true})
+	e.append(id, events.Exited, "local", events.ExitedData{ExitCode: code})
+	e.append(id, events.StagedOut, "local", events.StagedOutData{OK: true})
+	e.append(id, events.Failed, "", events.EndData{ExitCode: &code})
+	e.run(cfg, &ForkTarget{Cluster: "local"})
+	kv, err := retentionBucket(context.Background(), e.bus.JS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the first attempt is scheduled", func() bool {
+		_, err := kv.Get(context.Background(), dueKey("local", id, 1))
+		return err == nil
+	})
+	e.append(id, events.Restarted, "", events.RestartedData{Attempt: 2, Of: 2, Reason: "exit code 1"})
+	// The second attempt is cancelled before it is queued (a queued one would be this
+	// executor's to start).
+	e.append(id, events.Incarnated, "", forkIncarnation("local", second, "false"))
+	e.append(id, events.Cancelled, "", events.EndData{Reason: "cancelled before it was queued"})
+	f := e.waitFor(id, "directory_deleted", deletedFact).DirectoryDeleted
+	if !f.OK || !slices.Equal(f.Paths, []string{second, first}) {
+		t.Fatalf("fact %+v", f)
+	}
+	for _, d := range []string{first, second} {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("%s is still there: %v", d, err)
+		}
+	}
+	if c := count(e.names(id), events.DirectoryDeleted); c != 1 {
+		t.Fatalf("%d directory_deleted", c)
+	}
+	e.sound(id)
+}
