@@ -39,6 +39,9 @@ type dueEntry struct {
 	ClaimedBy string    `json:"claimed_by,omitempty"`
 	ClaimedAt time.Time `json:"claimed_at,omitzero"`
 	rev       uint64
+	// at is when the attempt's directory is due, once a sweep has read the job: later
+	// sweeps skip it without reading the job until then.
+	at time.Time
 }
 
 type sweeper struct {
@@ -48,11 +51,8 @@ type sweeper struct {
 	rm    Remover
 	kv    jetstream.KeyValue
 
-	mu  sync.Mutex
-	due map[string]dueEntry // by key
-	// at is when an ended attempt's directory is due, once a sweep has read it: later
-	// sweeps skip it without reading the job until then.
-	at   map[string]time.Time
+	mu   sync.Mutex
+	due  map[string]dueEntry // by key
 	wake chan struct{}
 }
 
@@ -84,7 +84,7 @@ func (x *executor) runRetention(ctx context.Context, rm Remover) error {
 		return err
 	}
 	s := &sweeper{x: x, after: x.cfg.Cluster.Retention.After, root: x.cfg.WorkRoot, rm: rm, kv: kv,
-		due: map[string]dueEntry{}, at: map[string]time.Time{}, wake: make(chan struct{}, 1)}
+		due: map[string]dueEntry{}, wake: make(chan struct{}, 1)}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return s.watch(gctx) })
 	g.Go(func() error { return s.loop(gctx) })
@@ -163,7 +163,6 @@ func (s *sweeper) update(u jetstream.KeyValueEntry) {
 	var e dueEntry
 	if u.Operation() != jetstream.KeyValuePut || json.Unmarshal(u.Value(), &e) != nil {
 		delete(s.due, u.Key())
-		delete(s.at, u.Key())
 		return
 	}
 	e.rev = u.Revision()
@@ -202,18 +201,23 @@ func (s *sweeper) loop(ctx context.Context) error {
 // attempt's end is still to be recorded (its stage-out seen, its terminal event not yet).
 func (s *sweeper) sweep(ctx context.Context) (soon bool) {
 	now := s.x.deps.Now()
+	type item struct {
+		key string
+		e   dueEntry
+	}
+	var items []item
 	s.mu.Lock()
-	keys := make(map[string]dueEntry, len(s.due))
 	for k, e := range s.due {
-		if at, ok := s.at[k]; !ok || !now.Before(at) {
-			keys[k] = e
+		if !now.Before(e.at) {
+			items = append(items, item{k, e})
 		}
 	}
 	s.mu.Unlock()
 	var mu sync.Mutex
 	g := errgroup.Group{}
 	g.SetLimit(4)
-	for key, e := range keys {
+	for _, it := range items {
+		key, e := it.key, it.e
 		g.Go(func() error {
 			waiting, err := s.one(ctx, key, e)
 			if err != nil && ctx.Err() == nil {
@@ -247,7 +251,10 @@ func (s *sweeper) one(ctx context.Context, key string, e dueEntry) (waiting bool
 		return true, nil // the watcher runs it again
 	case s.x.deps.Now().Before(st.EndedAt.Add(s.after)):
 		s.mu.Lock()
-		s.at[key] = st.EndedAt.Add(s.after)
+		if cur, ok := s.due[key]; ok && cur.rev == e.rev {
+			cur.at = st.EndedAt.Add(s.after)
+			s.due[key] = cur
+		}
 		s.mu.Unlock()
 		return false, nil
 	case e.ClaimedBy != "" && s.x.deps.Now().Sub(e.ClaimedAt) < s.x.cfg.ClaimStale:
@@ -278,7 +285,6 @@ func (s *sweeper) drop(ctx context.Context, key string, e dueEntry) error {
 	if err == nil {
 		s.mu.Lock()
 		delete(s.due, key)
-		delete(s.at, key)
 		s.mu.Unlock()
 	}
 	return err

@@ -40,7 +40,7 @@ func (c *clock) advance(d time.Duration) {
 }
 
 // retained is a fork cluster with a retention, its work root a fresh directory.
-func retained(t *testing.T, after time.Duration) (Config, string) {
+func retained(t testing.TB, after time.Duration) (Config, string) {
 	root := t.TempDir()
 	cl := localCluster()
 	cl.Retention = &cluster.Retention{After: after}
