@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nkeys"
@@ -91,10 +92,17 @@ type Grant struct {
 	Clusters []string
 }
 
+// SourcePrefix begins the CloudEvents source of every event a gridwire service writes:
+// SourcePrefix + role + "/" + instance.
+const SourcePrefix = "gridwire/"
+
 // May reports why e may not be written by this grant on a job in state st (nil: it may).
 func (g Grant) May(e Event, st State) error {
 	if !slices.Contains(rights[g.Role], e.Name) {
 		return fmt.Errorf("%w: role %s does not write %s", ErrNoRight, g.Role, e.Name)
+	}
+	if err := g.maySource(e); err != nil {
+		return err
 	}
 	if g.Role == RoleIngest && e.Route != "" && !(e.Name == Submitted && e.Route == RouteGroup) {
 		return fmt.Errorf("%w: role %s writes %s unrouted, not to %s", ErrNoRight, g.Role, e.Name, e.Route)
@@ -107,6 +115,24 @@ func (g Grant) May(e Event, st State) error {
 		if cluster != "" && !slices.Contains(g.Clusters, cluster) {
 			return fmt.Errorf("%w: the %s key of clusters %v writes %s for cluster %s", ErrNoRight, g.Role, g.Clusters, e.Name, cluster)
 		}
+	}
+	return nil
+}
+
+// maySource: a role writes under its own source (gridwire/<role>/<instance>); ingest
+// also records facts other systems published, under their sources, which are never
+// gridwire's own and always name the principal who published them.
+// An event not yet stamped with a source (the store stamps its own) is not judged here:
+// no stored event lacks one.
+func (g Grant) maySource(e Event) error {
+	own := SourcePrefix + string(g.Role) + "/"
+	switch {
+	case e.Source == "" || strings.HasPrefix(e.Source, own):
+		return nil
+	case g.Role != RoleIngest || strings.HasPrefix(e.Source, SourcePrefix):
+		return fmt.Errorf("%w: role %s writes under source %q, which is not its own (%s...)", ErrNoRight, g.Role, e.Source, own)
+	case e.Principal == "":
+		return fmt.Errorf("%w: an external %s (source %q) names no principal who published it", ErrNoRight, e.Name, e.Source)
 	}
 	return nil
 }

@@ -27,7 +27,9 @@ func signingKey(t testing.TB, g events.Grant) *events.SigningKey {
 // signedBody is e signed by k and encoded as the store writes it.
 func signedBody(t testing.TB, k *events.SigningKey, e events.Event) []byte {
 	t.Helper()
-	e.Source = "test/sign"
+	if e.Source == "" {
+		e.Source = events.SourcePrefix + string(k.Grant().Role) + "/test"
+	}
 	k.Sign(&e)
 	body, err := e.Encode()
 	if err != nil {
@@ -62,7 +64,7 @@ func TestSignedEventVerifies(t *testing.T) {
 		},
 		"prevhash": func(b string) string { return strings.Replace(b, strings.Repeat("a", 64), strings.Repeat("b", 64), 1) },
 		"prevseq":  func(b string) string { return strings.Replace(b, `"prevseq":"7"`, `"prevseq":"8"`, 1) },
-		"source":   func(b string) string { return strings.Replace(b, "test/sign", "test/sigm", 1) },
+		"source":   func(b string) string { return strings.Replace(b, "executor/test", "executor/tesx", 1) },
 	} {
 		forged := change(string(body))
 		if forged == string(body) {
@@ -77,13 +79,20 @@ func TestSignedEventVerifies(t *testing.T) {
 	}
 }
 
+// external is e as another system's fact: its source and the principal who published it.
+func external(e events.Event, source, principal string) events.Event {
+	e.Source, e.Principal = source, principal
+	return e
+}
+
 func TestVerifyRefusesUnsignedUnknownAndUnentitled(t *testing.T) {
 	inc := signingKey(t, events.Grant{Role: events.RoleIncarnator})
 	ingest := signingKey(t, events.Grant{Role: events.RoleIngest})
 	exec := signingKey(t, events.Grant{Role: events.RoleExecutor, Clusters: []string{"hpc1"}})
+	watcher := signingKey(t, events.Grant{Role: events.RoleWatcher})
 	stranger := signingKey(t, events.Grant{Role: events.RoleWatcher})
 	var ring events.Keyring
-	for _, k := range []*events.SigningKey{inc, ingest, exec} {
+	for _, k := range []*events.SigningKey{inc, ingest, exec, watcher} {
 		if err := ring.Add(k.PublicKey(), k.Grant()); err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +124,10 @@ func TestVerifyRefusesUnsignedUnknownAndUnentitled(t *testing.T) {
 		{"hpc1's executor starts a job on local", signedBody(t, exec, ev(events.Started, "local")), "local", onLocal, events.ErrNoRight},
 		{"hpc1's executor fails a job placed on local", signedBody(t, exec, ev(events.Failed, "")), "", onLocal, events.ErrNoRight},
 		{"hpc1's executor fails its own job", signedBody(t, exec, ev(events.Failed, "")), "", onHPC1, nil},
-		{"ingest records an external fact", signedBody(t, ingest, ev(events.Exited, "")), "", onLocal, nil},
+		{"ingest records an external fact", signedBody(t, ingest, external(ev(events.Exited, ""), "urn:site:a", "alice")), "", onLocal, nil},
+		{"ingest records a fact under the watcher's source", signedBody(t, ingest, external(ev(events.Succeeded, ""), "gridwire/watcher/host-1", "alice")), "", onLocal, events.ErrNoRight},
+		{"ingest records a fact nobody published", signedBody(t, ingest, external(ev(events.Succeeded, ""), "urn:site:a", "")), "", onLocal, events.ErrNoRight},
+		{"the watcher writes under the executor's source", signedBody(t, watcher, external(ev(events.Succeeded, ""), "gridwire/executor/host-1", "")), "", onLocal, events.ErrNoRight},
 		{"ingest submits a group's parent", signedBody(t, ingest, ev(events.Submitted, events.RouteGroup)), events.RouteGroup, events.State{}, nil},
 		{"ingest routes an exit to the groups' route", signedBody(t, ingest, ev(events.Exited, events.RouteGroup)), events.RouteGroup, onLocal, events.ErrNoRight},
 	}
@@ -155,8 +167,8 @@ func TestStoreSignsAndRefusesWhatItsRoleMayNotWrite(t *testing.T) {
 	b, _ := eventstest.Open(t, "test/unsigned")
 	ingestKey := signingKey(t, events.Grant{Role: events.RoleIngest})
 	incKey := signingKey(t, events.Grant{Role: events.RoleIncarnator})
-	ingest := events.NewStore(b.Conn, b.JS, "test/ingest", events.WithSigningKey(ingestKey))
-	inc := events.NewStore(b.Conn, b.JS, "test/incarnator", events.WithSigningKey(incKey))
+	ingest := events.NewStore(b.Conn, b.JS, "gridwire/ingest/test", events.WithSigningKey(ingestKey))
+	inc := events.NewStore(b.Conn, b.JS, "gridwire/incarnator/test", events.WithSigningKey(incKey))
 	ctx := context.Background()
 	id := events.NewID()
 	if _, err := ingest.Create(ctx, submitted(t, id)); err != nil {

@@ -39,7 +39,7 @@ func TestFaultyClientUnderThePipeline(t *testing.T) {
 		t.Fatal(err)
 	}
 	js := in.Wrap(h.client.JS)
-	sub, err := ingest.New(ingest.Config{}, ingest.Deps{Store: events.NewStore(h.client.Conn, js, "test/r10", events.WithSigningKey(key)),
+	sub, err := ingest.New(ingest.Config{}, ingest.Deps{Store: events.NewStore(h.client.Conn, js, events.SourcePrefix+"ingest/r10", events.WithSigningKey(key)),
 		Check: vetJob, Keys: ingest.KVKeys{JS: js}})
 	if err != nil {
 		t.Fatal(err)

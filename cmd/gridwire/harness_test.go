@@ -96,7 +96,7 @@ func (h *harness) roleStore(role events.Role) *events.Store {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return events.NewStore(h.client.Conn, h.client.JS, "test/harness/"+string(role), events.WithSigningKey(key))
+	return events.NewStore(h.client.Conn, h.client.JS, events.SourcePrefix+string(role)+"/harness", events.WithSigningKey(key))
 }
 
 // keysDir is where the harness's services find their signing keys.

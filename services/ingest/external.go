@@ -56,6 +56,10 @@ func parseExternal(body []byte, g httpapi.Grant, now time.Time) (events.Event, e
 	if !e.Name.Known() {
 		return e, httpapi.Errorf(http.StatusBadRequest, "unknown_type", "type: %q is not a gridwire job event type", e.Name.Type())
 	}
+	if strings.HasPrefix(e.Source, events.SourcePrefix) {
+		return e, httpapi.Errorf(http.StatusForbidden, "source_not_allowed",
+			"source: %q is a gridwire service's; another system's events carry a source of their own", e.Source)
+	}
 	if !g.MaySource(e.Source) {
 		return e, httpapi.Errorf(http.StatusForbidden, "source_not_allowed",
 			"source: principal %s may not publish events for source %q", g.Principal, e.Source)

@@ -88,3 +88,22 @@ func TestExternalEventsForeignSignatureIsDropped(t *testing.T) {
 		t.Fatalf("stored %+v (%v): the sender's signature was kept", h.Events, err)
 	}
 }
+
+// Another system may not publish under a gridwire service's source, whatever its token
+// lists: the audit would take such an event for the service's own.
+func TestExternalEventsRefuseGridwireSources(t *testing.T) {
+	auth, err := httpapi.NewAuth([]cluster.Token{{Token: "site-token-0123456789", Principal: "site",
+		Allow: []string{"publish"}, Sources: []string{"gridwire/watcher/host-1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, st, srv := externalServer(t, auth)
+	job := events.NewID()
+	body := cloudEvent(events.NewID(), job, "gridwire/watcher/host-1", events.Submitted, t0, events.Job{ID: job, Executable: "/opt/app"})
+	if code, out := post(t, srv+"/v1/events", "site-token-0123456789", body); code != 403 || errCode(out) != "source_not_allowed" {
+		t.Fatalf("publish under a gridwire source: %d %v, want 403 source_not_allowed", code, out)
+	}
+	if h, _ := st.Load(context.Background(), job); len(h.Events) != 0 {
+		t.Fatalf("stored %v", h.Events)
+	}
+}

@@ -38,7 +38,7 @@ func newRoleKeys(t *testing.T, b *bus.Bus) roleKeys {
 			t.Fatal(err)
 		}
 		rk.keys[role] = k
-		rk.stores[role] = events.NewStore(b.Conn, b.JS, "test/"+string(role), events.WithSigningKey(k))
+		rk.stores[role] = events.NewStore(b.Conn, b.JS, events.SourcePrefix+string(role)+"/test", events.WithSigningKey(k))
 	}
 	return rk
 }
@@ -68,24 +68,25 @@ func TestAuditChecksSignaturesAndRights(t *testing.T) {
 	old := events.NewID()
 	play(t, unsignedStore, old, t0, life(old, "c1", 0))
 	rk := newRoleKeys(t, b)
-	clean, onC2, running := events.NewID(), events.NewID(), events.NewID()
+	clean, onC2, running, other := events.NewID(), events.NewID(), events.NewID(), events.NewID()
 	rk.playSigned(t, clean, life(clean, "c1", 0))
 	rk.playSigned(t, onC2, life(onC2, "c2", 1)[:2])
 	rk.playSigned(t, running, life(running, "c1", 1)[:8])
+	rk.playSigned(t, other, life(other, "c1", 1)[:8])
 	rep, err := Audit(ctx, b.JS, "", rk.ring)
-	if err != nil || !rep.OK() || rep.Unsigned != 11 || rep.SignedFrom != 12 {
+	if err != nil || !rep.OK() || rep.Unsigned != 11 || rep.SignedFrom != 12 || rep.Jobs != 5 {
 		t.Fatalf("audit of a signed log after an unsigned one: %+v %v", rep, err)
 	}
 
 	// Each forgery is chained correctly onto its victim's last event.
-	forge := func(victim string, name events.Name, route string, sign *events.SigningKey) {
+	forge := func(victim string, name events.Name, route, source string, sign *events.SigningKey) {
 		t.Helper()
 		st, err := unsignedStore.State(ctx, victim)
 		if err != nil {
 			t.Fatal(err)
 		}
 		e, _ := events.New(victim, name, route, t0.Add(time.Minute), events.EndData{Reason: "forged"})
-		e.Source, e.PrevSeq, e.PrevHash = "gridwire/executor/host-1", st.LastSeq, st.LastHash
+		e.Source, e.PrevSeq, e.PrevHash, e.Principal = source, st.LastSeq, st.LastHash, "mallory"
 		if sign != nil {
 			sign.Sign(&e)
 		}
@@ -102,14 +103,17 @@ func TestAuditChecksSignaturesAndRights(t *testing.T) {
 	// c1's executor may publish an unrouted failed (its NATS user may), but not for a
 	// job placed on c2; nobody may append unsigned after the first signed event; a key
 	// nobody listed is nobody's.
-	forge(onC2, events.Failed, "", rk.keys[events.RoleExecutor])
-	forge(running, events.Cancelled, "", nil)
-	forge(clean, events.StagedOut, "", strangerKey)
+	// Ingest records other systems' facts, but never under a gridwire service's source.
+	forge(onC2, events.Failed, "", "gridwire/executor/host-1", rk.keys[events.RoleExecutor])
+	forge(running, events.Cancelled, "", "gridwire/executor/host-1", nil)
+	forge(clean, events.StagedOut, "", "gridwire/watcher/host-1", strangerKey)
+	forge(other, events.Succeeded, "", "gridwire/watcher/host-1", rk.keys[events.RoleIngest])
 	rep, err = Audit(ctx, b.JS, "", rk.ring)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{onC2: "may not write", running: "unsigned, stored after", clean: "not a trusted key"}
+	want := map[string]string{onC2: "may not write", running: "unsigned, stored after", clean: "not a trusted key",
+		other: "not its own"}
 	if len(rep.Broken) != len(want) {
 		t.Fatalf("audit found %d broken histories, want %d: %+v", len(rep.Broken), len(want), rep.Broken)
 	}
