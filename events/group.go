@@ -220,14 +220,16 @@ func applySessionUpdated(s State, e Event) (State, error) {
 		gone[id] = true
 	}
 	j := *s.Job
-	j.Children = make([]string, 0, max(0, len(s.Job.Children)-len(d.Removed))+len(d.Added))
-	for _, id := range s.Job.Children {
+	before := s.Job.ChildIDs()
+	j.ChildRange = nil
+	j.Children = make([]string, 0, max(0, len(before)-len(d.Removed))+len(d.Added))
+	for _, id := range before {
 		if !gone[id] {
 			j.Children = append(j.Children, id)
 		}
 	}
 	for _, id := range d.Added {
-		if slices.Contains(s.Job.Children, id) {
+		if slices.Contains(before, id) {
 			return s, illegal(s, e, "session_updated adds "+id+", already a child")
 		}
 	}

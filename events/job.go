@@ -17,8 +17,10 @@ type Job struct {
 	Name   string `json:"name,omitempty"`   // a human name from the description
 	Kind   Kind   `json:"kind,omitempty"`   // "" for a runnable job, KindGroup for a parent record
 	Parent string `json:"parent,omitempty"` // the parent record's job ID (JRDL document, DDS topology)
-	// Children of a parent record, in document order.
-	Children []string `json:"children,omitempty"`
+	// Children of a parent record, in document order: a range of consecutive IDs for
+	// a parent of more than ChildListMax (ChildRange), then those listed (ChildIDs).
+	Children   []string `json:"children,omitempty"`
+	ChildRange *IDRange `json:"child_range,omitempty"`
 	// Submitter is the principal that handed the job in.
 	Submitter string `json:"submitter,omitempty"`
 	// IdempotencyKey is the key the submitter gave the submission that created the job:

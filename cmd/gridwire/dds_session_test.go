@@ -50,7 +50,7 @@ func (h *harness) releaseSession(session string) {
 	if err != nil || p.Job == nil {
 		return
 	}
-	for _, id := range p.Job.Children {
+	for _, id := range p.Job.ChildIDs() {
 		if st, err := h.store.State(context.Background(), id); err == nil && !st.Status.Terminal() && st.Incarnation != nil {
 			_ = os.WriteFile(filepath.Join(st.Incarnation.WorkDir, "release"), []byte("0"), 0o644)
 		}

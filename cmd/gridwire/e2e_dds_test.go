@@ -143,7 +143,7 @@ func checkDDSSession(t *testing.T, h *harness, twoHosts bool) {
 	t.Run("cancel on the session stops every task", func(t *testing.T) {
 		h.ask(session, events.CancelRequested)
 		p, _ := h.store.State(context.Background(), session)
-		for _, id := range p.Job.Children {
+		for _, id := range p.Job.ChildIDs() {
 			if st := h.waitEnd(id); st.Status == events.StatusRunning || !st.Status.Terminal() {
 				t.Errorf("task %s %s after the session's cancel", id, st.Status)
 			}

@@ -47,7 +47,7 @@ func (x *executor) siblingsReady(ctx context.Context, st events.State) (reason s
 		return "", false, fmt.Errorf("co-allocated job %s: parent %s has no record", st.JobID, st.Job.Parent)
 	}
 	ready = true
-	for _, id := range parent.Job.Children {
+	for _, id := range parent.Job.ChildIDs() {
 		if id == st.JobID {
 			continue
 		}

@@ -3,9 +3,13 @@
 package ingest
 
 import (
+	"context"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gridwire/gridwire/events/eventstest"
 )
 
 // cpuTime is the CPU time this process has used (user and system, every thread, so
@@ -123,4 +127,29 @@ func BenchmarkExpandDDS100k(b *testing.B) {
 	}
 	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/topology")
 	b.ReportMetric((cpuTime()-start).Seconds()/float64(b.N), "cpu-s/topology")
+}
+
+// BenchmarkSubmitDDSMillion expands a topology of 1,000,000 instances (topology100k with
+// 250,000 groups) and submits it into a real embedded JetStream: every submitted event
+// appended and acknowledged (the streamed path). Peak memory is the process's, the
+// embedded server's store included: run it alone under /usr/bin/time -v.
+func BenchmarkSubmitDDSMillion(b *testing.B) {
+	_, store := eventstest.Open(b, "bench/ingest")
+	s, err := New(Config{}, Deps{Store: store})
+	if err != nil {
+		b.Fatal(err)
+	}
+	data := bigTopology(250_000)
+	start := cpuTime()
+	for b.Loop() {
+		acc, err := s.Submit(context.Background(), Submission{File: "big.xml", Data: data, Submitter: "bench"})
+		if err != nil || len(acc.Jobs) != 1_000_001 {
+			b.Fatalf("%d jobs: %v", len(acc.Jobs), err)
+		}
+	}
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/topology")
+	b.ReportMetric((cpuTime()-start).Seconds()/float64(b.N), "cpu-s/topology")
+	b.ReportMetric(float64(m.HeapSys>>20), "MiB-heap-sys")
 }

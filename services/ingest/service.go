@@ -214,6 +214,9 @@ func (s *Service) Parse(sub Submission) ([]events.Job, error) {
 // each acknowledged by the stream before Submit returns. A document that does not parse
 // appends nothing.
 func (s *Service) Submit(ctx context.Context, sub Submission) (Accepted, error) {
+	if t := s.streamed(sub); t != nil {
+		return s.submitStream(ctx, sub, t)
+	}
 	p, err := s.prepare(ctx, sub)
 	if err != nil {
 		return Accepted{}, err
@@ -289,8 +292,17 @@ func (p prepared) accepted() Accepted {
 // first in the list is the parent of all that follow.
 func Link(jobs []events.Job, submitter string) {
 	ids := make([]string, len(jobs))
-	for i := range ids {
-		ids[i] = events.NewID()
+	if n := len(jobs) - 1; n > events.ChildListMax && jobs[0].Kind == events.KindGroup {
+		// A parent of many children names them as a range of consecutive IDs.
+		ids[0] = events.NewID()
+		r := events.NewIDRange(n)
+		for i := range n {
+			ids[i+1] = r.At(i)
+		}
+	} else {
+		for i := range ids {
+			ids[i] = events.NewID()
+		}
 	}
 	linkIDs(jobs, submitter, ids)
 }
@@ -305,11 +317,30 @@ func linkIDs(jobs []events.Job, submitter string, ids []string) {
 		return
 	}
 	parent := &jobs[0]
-	parent.Children = make([]string, 0, len(jobs)-1)
 	for i := 1; i < len(jobs); i++ {
 		jobs[i].Parent = parent.ID
-		parent.Children = append(parent.Children, jobs[i].ID)
 	}
+	if len(ids)-1 > events.ChildListMax {
+		if r, ok := consecutive(ids[1:]); ok {
+			parent.ChildRange = &r
+			return
+		}
+	}
+	parent.Children = ids[1:len(jobs):len(jobs)]
+}
+
+// consecutive reports whether ids are one range of consecutive job IDs.
+func consecutive(ids []string) (events.IDRange, bool) {
+	if len(ids) == 0 {
+		return events.IDRange{}, false
+	}
+	r := events.IDRange{First: ids[0], Count: len(ids)}
+	for i, id := range ids {
+		if r.At(i) != id {
+			return events.IDRange{}, false
+		}
+	}
+	return r, true
 }
 
 // serveNATS answers one submission on events.SubjectSubmit. The submitter is the

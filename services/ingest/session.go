@@ -75,7 +75,7 @@ func (s *Service) UpdateSession(ctx context.Context, session string, sub Submiss
 			added = append(added, j)
 		}
 	}
-	for _, id := range parent.Job.Children {
+	for _, id := range parent.Job.ChildIDs() {
 		if task, ok := tasks[id]; ok && !wanted[task] {
 			up.Removed = append(up.Removed, id)
 		}
@@ -94,7 +94,7 @@ func (s *Service) UpdateSession(ctx context.Context, session string, sub Submiss
 		}
 		up.Added = append(up.Added, j.ID)
 	}
-	up.Kept = len(parent.Job.Children) - len(up.Removed)
+	up.Kept = parent.Job.NumChildren() - len(up.Removed)
 	orig := jobs[0].Original
 	_, err = s.deps.Sessions.Decide(ctx, session, func(p events.State) ([]events.Event, error) {
 		if err := updatable(p); err != nil {
@@ -121,8 +121,9 @@ func updatable(p events.State) error {
 
 // sessionTasks reads the DDS task ID of every child of the session, by child.
 func (s *Service) sessionTasks(ctx context.Context, parent events.State) (map[string]string, error) {
-	out := make(map[string]string, len(parent.Job.Children))
-	for _, id := range parent.Job.Children {
+	ids := parent.Job.ChildIDs()
+	out := make(map[string]string, len(ids))
+	for _, id := range ids {
 		c, err := s.deps.Sessions.State(ctx, id)
 		if err != nil {
 			return nil, fmt.Errorf("reading task %s of session %s: %w", id, parent.JobID, err)

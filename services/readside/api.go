@@ -147,7 +147,7 @@ func ViewOf(st events.State) JobView {
 			v.Collection = st.Job.DDS.CollectionPath
 		}
 		if st.Job.Kind == events.KindGroup {
-			v.Children, v.Group = len(st.Job.Children), st.Group
+			v.Children, v.Group = st.Job.NumChildren(), st.Group
 		}
 	}
 	return v

@@ -102,8 +102,9 @@ func groupChildren(ctx context.Context, deps Deps, parentID string) ([]events.St
 	if p.Job == nil {
 		return nil, nil
 	}
-	out := make([]events.State, 0, len(p.Job.Children))
-	for _, id := range p.Job.Children {
+	ids := p.Job.ChildIDs()
+	out := make([]events.State, 0, len(ids))
+	for _, id := range ids {
 		c, err := deps.Store.State(ctx, id)
 		if err != nil && !errors.Is(err, events.ErrNotFound) {
 			return nil, fmt.Errorf("reading child %s of %s: %w", id, parentID, err)
@@ -162,7 +163,7 @@ func runGroupRequests(ctx context.Context, deps Deps) error {
 		if d.Event.Payload(&n) == nil && n.Reason != "" {
 			note.Reason += ": " + n.Reason
 		}
-		for _, id := range p.Job.Children {
+		for _, id := range p.Job.ChildIDs() {
 			if err := requestChild(ctx, deps, id, d.Event, note); err != nil {
 				return err
 			}

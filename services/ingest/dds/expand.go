@@ -13,21 +13,23 @@ import (
 // its index, and tasks of a collection numbered within their collection instance.
 type expander struct {
 	t        *topology
-	jobs     []events.Job
+	emit     func(*events.Job) error
+	err      error // emit's first error: expansion stops
+	slot     int   // instances emitted so far
 	counters map[string]int
 	// units counts the instances of each task outside collections and of each
 	// collection, by name, as DDS's scheduler counts them against maxinstances.
 	units map[string]int
 }
 
-func expand(t *topology, jobs []events.Job) []events.Job {
-	e := &expander{t: t, jobs: jobs, counters: map[string]int{}, units: map[string]int{}}
+func expand(t *topology, emit func(*events.Job) error) error {
+	e := &expander{t: t, emit: emit, counters: map[string]int{}, units: map[string]int{}}
 	e.group(&t.main, t.mainName)
-	return e.jobs
+	return e.err
 }
 
 func (e *expander) group(g *group, path string) {
-	for i := 0; i < g.n; i++ {
+	for i := 0; i < g.n && e.err == nil; i++ {
 		for _, m := range g.members {
 			switch m.kind {
 			case "task":
@@ -76,7 +78,11 @@ func (e *expander) task(tk *task, static, groupName string, c *collection, cpath
 		ci = strconv.Itoa(cindex)
 	}
 	id := taskID(taskPath, tk.hash)
-	slot := strconv.Itoa(len(e.jobs) - 1) // jobs[0] is the parent record
+	if e.err != nil {
+		return
+	}
+	slot := strconv.Itoa(e.slot)
+	e.slot++
 	ctx := &events.DDSContext{Topology: e.t.name, TaskPath: taskPath, TaskID: id, TaskIndex: index, CollectionIndex: cindex,
 		TaskName: tk.name, GroupName: groupName, CollectionPath: cpath,
 		Exe: resolveTags(tk.exe, ti, ci), ExeReachable: tk.exeReachable,
@@ -107,7 +113,7 @@ func (e *expander) task(tk *task, static, groupName string, c *collection, cpath
 		events.EnvVar{Name: "DDS_SLOT_ID", Value: slot},
 		events.EnvVar{Name: "DDS_LOCATION", Value: LocationPlaceholder})
 	exe, args := tk.command(ti, ci)
-	e.jobs = append(e.jobs, events.Job{Name: taskPath, Executable: exe,
+	e.err = e.emit(&events.Job{Name: taskPath, Executable: exe,
 		Arguments: args, Environment: env, DDS: ctx, Substitutions: ddsSubstitutions, Requirements: placement, Restarts: tk.restarts,
 		Original: events.Original{Path: taskPath}})
 }

@@ -1,0 +1,71 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+
+	"github.com/gridwire/gridwire/events"
+)
+
+// bigTopology is topology100k with n groups: 4n instances.
+func bigTopology(n int) []byte {
+	return bytes.Replace(topology100k, []byte(`value="25000"`), []byte(`value="`+strconv.Itoa(n)+`"`), 1)
+}
+
+// A topology of StreamMin instances or more is submitted as a stream: the same jobs, in
+// the same order, as the whole-list path gives, the session naming its children as one
+// range of consecutive IDs, each child pointing at the session.
+func TestStreamedTopologyIsTheSameSubmission(t *testing.T) {
+	store := &memStore{}
+	s, err := New(Config{}, Deps{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bigTopology(StreamMin / 4)
+	acc, err := s.Submit(context.Background(), Submission{File: "big.xml", Data: data, Submitter: "u"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Parse("big.xml", data, ParseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(store.created) != len(want) || len(acc.Jobs) != len(want) || acc.Parent != acc.Jobs[0] {
+		t.Fatalf("%d events, %d accepted, want %d", len(store.created), len(acc.Jobs), len(want))
+	}
+	var parent events.Job
+	if err := store.created[0].Payload(&parent); err != nil || parent.ChildRange == nil || parent.NumChildren() != len(want)-1 ||
+		store.created[0].Route != events.RouteGroup {
+		t.Fatalf("session %+v (%v), want a range of %d children", parent.ChildRange, err, len(want)-1)
+	}
+	ids := parent.ChildIDs()
+	for _, i := range []int{1, 2, len(want) / 2, len(want) - 1} {
+		var j events.Job
+		if err := store.created[i].Payload(&j); err != nil {
+			t.Fatal(err)
+		}
+		w := want[i]
+		if j.ID != ids[i-1] || j.Parent != acc.Parent || j.Submitter != "u" || j.Name != w.Name || j.DDS.TaskID != w.DDS.TaskID ||
+			j.Original.Index != i || j.Executable != w.Executable {
+			t.Errorf("instance %d: %s %s %q, want %s of %s as %q", i, j.ID, j.Parent, j.Name, ids[i-1], acc.Parent, w.Name)
+		}
+	}
+}
+
+// One instance no target can carry refuses the whole stream before anything is stored.
+func TestStreamedTopologyWithABadInstanceStoresNothing(t *testing.T) {
+	store := &memStore{}
+	s, _ := New(Config{}, Deps{Store: store, Check: func(j events.Job) error {
+		if j.Original.Index == StreamMin-1 {
+			return errors.New("refused by the check")
+		}
+		return nil
+	}})
+	_, err := s.Submit(context.Background(), Submission{File: "big.xml", Data: bigTopology(StreamMin / 4)})
+	if !errors.Is(err, ErrInvalid) || len(store.created) != 0 {
+		t.Fatalf("%v with %d events stored, want refused with none", err, len(store.created))
+	}
+}
