@@ -455,14 +455,15 @@ func TestE2ENATSClusterServe(t *testing.T) {
 	if out, err := audit(); err != nil || !strings.Contains(out, ": 0 broken") || strings.Contains(out, "unsigned") {
 		t.Fatalf("audit verify of the cluster's log: %v\n%s", err, out)
 	}
-	c.forgeries(t, g, ids[0], audit)
+	c.forgeries(t, g, ids[0], ids[1], audit)
 }
 
 // S7: forged events. One on another role's subject is refused by the permissions, one
-// that does not carry the job's sequence by the conditional append; two that a role
-// with publish rights gets in (a submission unsigned, and one signed by a key nobody
-// listed) run like any job, and the audit names both.
-func (c *natsCluster) forgeries(t *testing.T, g *gateway, victim string, audit func() (string, error)) {
+// that does not carry the job's sequence by the conditional append; three that a role
+// with publish rights gets in (a submission unsigned, one signed by a key nobody
+// listed, and, with the gateway's password and its ingest key, a correctly chained
+// succeeded under the watcher's source) are stored, and the audit names all three.
+func (c *natsCluster) forgeries(t *testing.T, g *gateway, victim, victim2 string, audit func() (string, error)) {
 	t.Helper()
 	tried, byPermissions, byAppend, stored := 0, 0, 0, 0
 	violations := make(chan string, 8)
@@ -521,6 +522,9 @@ func (c *natsCluster) forgeries(t *testing.T, g *gateway, victim string, audit f
 		}
 		stored++
 	}
+	tried++
+	c.forgeAsAnotherRole(t, g, victim2)
+	stored++
 	out, err := audit()
 	flagged := strings.Count(out, "BROKEN job ")
 	t.Logf("S7: forged %d, refused by permissions %d, refused by the conditional append %d, stored %d, flagged by audit verify %d",
@@ -528,8 +532,47 @@ func (c *natsCluster) forgeries(t *testing.T, g *gateway, victim string, audit f
 	var ec *exec.ExitError
 	if !errors.As(err, &ec) || ec.ExitCode() != 1 || flagged != stored ||
 		!strings.Contains(out, "BROKEN job "+unsignedID) || !strings.Contains(out, "unsigned, stored after") ||
-		!strings.Contains(out, "BROKEN job "+rogueID) || !strings.Contains(out, "not a trusted key") {
+		!strings.Contains(out, "BROKEN job "+rogueID) || !strings.Contains(out, "not a trusted key") ||
+		!strings.Contains(out, "BROKEN job "+victim2) || !strings.Contains(out, "not its own") {
 		t.Fatalf("audit verify after the forgeries: %v\n%s", err, out)
+	}
+}
+
+// forgeAsAnotherRole appends, as the gateway's NATS user (which may publish every job
+// event) and with the gateway's ingest key, a succeeded event under the watcher's source,
+// chained onto the job's last event with the job's sequence: the stream takes it.
+func (c *natsCluster) forgeAsAnotherRole(t *testing.T, g *gateway, victim string) {
+	t.Helper()
+	seed, err := os.ReadFile(filepath.Join(g.data, "keys", "ingest.seed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := events.NewSigningKey(bytes.TrimSpace(seed), events.Grant{Role: events.RoleIngest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := c.connect("gateway", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := events.NewStore(nc, js, "test/forger").State(ctx, victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := events.New(victim, events.Succeeded, "", time.Now(), events.EndData{Reason: "forged"})
+	e.Source, e.Principal, e.PrevSeq, e.PrevHash = "gridwire/watcher/forger", "mallory", st.LastSeq, st.LastHash
+	key.Sign(&e)
+	body, err := e.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, events.Subject(victim, events.Succeeded, ""), body,
+		jetstream.WithExpectLastSequenceForSubject(st.LastSeq, events.JobFilter(victim))); err != nil {
+		t.Fatalf("the gateway's user could not append: %v", err)
 	}
 }
 
