@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/cluster"
 	"github.com/gridwire/gridwire/pkg/taskcred"
 	"github.com/gridwire/gridwire/services/ingest"
 	"github.com/gridwire/gridwire/services/property"
@@ -244,5 +245,50 @@ func TestCollectionScopeOnTheForkCluster(t *testing.T) {
 		if got.Value != "main/g/"+inst+"/writer_0" || got.Collection != "main/g/"+inst {
 			t.Errorf("the reader of %s got %+v", inst, got)
 		}
+	}
+}
+
+// An executor run alone (`gridwire executor --task-api`) hands its DDS tasks the API of
+// the gateway process it names: a task it started writes, another reads.
+func TestExecutorAloneHandsTasksTheGatewaysAPI(t *testing.T) {
+	h := newHarnessWith(t, cluster.Default(), "ingest", "incarnator", "stager", "watcher", "readside")
+	h.mu.Lock()
+	api := httptest.NewServer(h.services["readside"].sys.routes())
+	h.mu.Unlock()
+	t.Cleanup(api.Close)
+	dir := t.TempDir()
+	t.Cleanup(func() { _ = os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644) })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := runCLI(ctx, "executor", "--nats-url", h.natsURL(), "--data", h.dir, "--log-level", "error",
+			"--task-api", strings.TrimPrefix(api.URL, "http://"))
+		done <- err
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("the executor ended with %v", err)
+		}
+	})
+	acc, err := h.submit.Submit(context.Background(), ingest.Submission{File: "props.xml", Data: []byte(propertyTopology(dir)), Submitter: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writer := taskEnv(t, dir, "server")
+	if got := writer(events.VarPropertyURL); got != api.URL {
+		t.Fatalf("the task was given %q, want the gateway's %s", got, api.URL)
+	}
+	if status, _, errOut := propertyCLI(context.Background(), writer, "put", "peer", "from-alone"); status != 0 {
+		t.Fatalf("property put: exit %d: %s", status, errOut)
+	}
+	if got := waitContent(t, filepath.Join(dir, "client.got")); !strings.Contains(got, `"from-alone"`) {
+		t.Fatalf("the client read %s", got)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.waitEnd(acc.Jobs[0]); st.Status != events.StatusSucceeded {
+		t.Fatalf("session %s (%s)", st.Status, st.Reason)
 	}
 }

@@ -101,7 +101,7 @@ func checkListen(auth *httpapi.Auth, httpAddr string) error {
 // serves its HTTP API with --http.
 func serviceCmd(e *env, name string) *cobra.Command {
 	f := &busFlags{}
-	var httpAddr string
+	var httpAddr, taskAPI string
 	cmd := &cobra.Command{
 		Use:   name,
 		Short: "run the " + name + " service alone (needs --nats-url)",
@@ -112,6 +112,12 @@ func serviceCmd(e *env, name string) *cobra.Command {
 				return err
 			}
 			defer sys.close()
+			if taskAPI != "" {
+				if _, _, err := net.SplitHostPort(taskAPI); err != nil {
+					return usageErrorf("--task-api %q: %v (host:port of a gateway's HTTP API)", taskAPI, err)
+				}
+				sys.taskAPI = taskAPI
+			}
 			if httpAddr != "" {
 				if err := checkListen(sys.auth, httpAddr); err != nil {
 					return err
@@ -133,6 +139,10 @@ func serviceCmd(e *env, name string) *cobra.Command {
 	f.register(cmd.Flags(), e)
 	if name == "readside" {
 		cmd.Flags().StringVar(&httpAddr, "http", "", "serve the read API here (e.g. 127.0.0.1:8080); empty serves none")
+	}
+	if name == "executor" {
+		cmd.Flags().StringVar(&taskAPI, "task-api", e.getenv("GRIDWIRE_TASK_API"),
+			"host:port of a gateway's HTTP API (a read side's --http) that DDS tasks use for their properties; tasks on SSH hosts reach it through this executor's connections; empty: tasks get no property API")
 	}
 	return cmd
 }

@@ -130,6 +130,9 @@ type system struct {
 	allowRootJobs bool
 	// taskKey is the key of task credentials, read once (taskCredentials).
 	taskKey *taskcred.Key
+	// taskAPI, for an executor run alone, is the HTTP address (host:port) of a gateway
+	// process serving the task API, which this machine reaches (--task-api).
+	taskAPI string
 }
 
 func openSystem(ctx context.Context, e *env, f *busFlags, needBus bool) (*system, error) {
@@ -475,17 +478,21 @@ func (s *system) startWatcher(ctx context.Context, g *errgroup.Group, c conn, lo
 }
 
 // propertyAPI is what the executor hands DDS tasks to reach the task-side property API:
-// this process's HTTP listener, which serves it, and their credentials. A process
-// without a listener hands them nothing.
+// this process's HTTP listener, which serves it (or, for an executor run alone, the
+// gateway --task-api names), and their credentials. Without either it hands them nothing.
 func (s *system) propertyAPI(ctx context.Context) (*executor.Properties, error) {
-	if s.listener == nil {
+	addr := s.taskAPI
+	if s.listener != nil {
+		addr = s.listener.Addr().String()
+	}
+	if addr == "" {
 		return nil, nil
 	}
 	key, err := s.taskCredentials(ctx)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the task API's credentials: %w", err)
 	}
-	return &executor.Properties{Addr: s.listener.Addr().String(), Credential: key.Issue}, nil
+	return &executor.Properties{Addr: addr, Credential: key.Issue}, nil
 }
 
 // taskCredentials is the key every gateway process issues and checks task credentials
