@@ -65,6 +65,10 @@ func runScale(ctx context.Context, e *env, o *benchOpts) (benchResult, error) {
 	if r.Reads, err = measureReads(ctx, base, sys.bus.Conn, sample, o.readJobs); err != nil {
 		return r, err
 	}
+	// Said at once: the replay that follows builds a second table in this process.
+	fmt.Fprintf(e.stderr, "bench: %d events; started in %.1f s, caught up in %.1f s; RSS %.0f MiB (heap %.0f); job read p50/p99 %.2f/%.2f ms, events %.2f/%.2f ms, direct get %.2f/%.2f ms\n",
+		r.LogEvents, r.StartSeconds, r.CatchUpSeconds, r.RSSMiB, r.HeapMiB, r.Reads.JobP50, r.Reads.JobP99,
+		r.Reads.EventsP50, r.Reads.EventsP99, r.Reads.GetP50, r.Reads.GetP99)
 	if err := measureReplay(ctx, sys.bus.JS, &r); err != nil {
 		return r, err
 	}
