@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/cluster"
 	"github.com/gridwire/gridwire/services/ingest"
 )
 
@@ -254,5 +255,33 @@ func TestDDSEnvScriptAndExpansion(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(st.Incarnation.WorkDir, "injected")); err == nil {
 		t.Error("an expanded value ran as a command")
+	}
+}
+
+// reachable="false": the exe and the env script are files on the gateway that the
+// stager delivers into the task's directory, and the task runs those copies.
+func TestDDSUnreachableExeIsDelivered(t *testing.T) {
+	files := t.TempDir()
+	h := newHarnessWith(t, withFileRoot(t, cluster.Default(), files))
+	exe, env := filepath.Join(files, "task.sh"), filepath.Join(files, "env.sh")
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\necho \"$1 $WHO\" > out\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(env, []byte("export WHO=delivered\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ids := h.submitDDS(`<topology name="ship">
+  <decltask name="t"><exe reachable="false">` + exe + ` %taskIndex%</exe><env reachable="false">` + env + `</env></decltask>
+  <main name="main"><group name="g" n="2"><task>t</task></group></main>
+</topology>`)
+	for i, id := range ids[1:] {
+		st := h.waitEnd(id)
+		if st.Status != events.StatusSucceeded {
+			t.Fatalf("task %s %s (%s)", id, st.Status, st.Reason)
+		}
+		out, _ := os.ReadFile(filepath.Join(st.Incarnation.WorkDir, "out"))
+		if want := strconv.Itoa(i) + " delivered\n"; string(out) != want {
+			t.Errorf("task %d wrote %q, want %q", i, out, want)
+		}
 	}
 }

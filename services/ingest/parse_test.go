@@ -62,16 +62,20 @@ func TestDDSTutorial1Instance(t *testing.T) {
 		t.Fatal(err)
 	}
 	j := jobs[4] // main/typeTwoGroup/TaskTypeOne_2
-	// The exe expands $DDS_LOCATION: bash reads the line, as DDS's task wrapper does.
-	wantArgs := []string{"-c", "$DDS_LOCATION/tutorials/tutorial1/task-type-one --taskIndex 2"}
+	// The exe is not reachable: the stager delivers it and bash runs the copy, as DDS's
+	// agent runs its copy in the slot directory.
+	wantArgs := []string{"-c", "chmod u+x ./task-type-one\n./task-type-one --taskIndex 2"}
 	if j.Executable != "/bin/bash" || !reflect.DeepEqual(j.Arguments, wantArgs) {
 		t.Fatalf("exe %q args %q", j.Executable, j.Arguments)
+	}
+	if len(j.StageIn) != 1 || j.StageIn[0] != (events.FileCopy{From: "$DDS_LOCATION/tutorials/tutorial1/task-type-one", To: "task-type-one"}) {
+		t.Fatalf("stage-in %+v, want the exe delivered", j.StageIn)
 	}
 	if j.DDS.ExeReachable || j.DDS.GroupName != "typeTwoGroup" || j.DDS.CollectionIndex != -1 {
 		t.Fatalf("context %+v", j.DDS)
 	}
 	two := jobs[1]
-	if !reflect.DeepEqual(two.Arguments, []string{"-c", "$DDS_LOCATION/tutorials/tutorial1/task-type-two --instances 5"}) {
+	if !reflect.DeepEqual(two.Arguments, []string{"-c", "chmod u+x ./task-type-two\n./task-type-two --instances 5"}) {
 		t.Fatalf("${nInstances} not replaced: %q", two.Arguments)
 	}
 	env := map[string]string{}

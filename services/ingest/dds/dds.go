@@ -81,6 +81,8 @@ type task struct {
 	// shell says the exe line runs through bash (it expands variables, or an env
 	// script is sourced first), as DDS runs every task.
 	shell bool
+	// stageIn delivers the files of an unreachable exe and env (reachable="false").
+	stageIn []events.FileCopy
 	// rawExe and rawEnv are the elements' text untrimmed, as DDS hashes them; hash is
 	// hashString(), computed once per task.
 	rawExe, rawEnv string

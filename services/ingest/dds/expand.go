@@ -2,10 +2,12 @@ package dds
 
 import (
 	"errors"
+	"path"
 	"strconv"
 	"strings"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/shellquote"
 )
 
 // expander walks main the way DDS does (CTopoCore::FillIdToTopoElementMap): every group
@@ -113,7 +115,7 @@ func (e *expander) task(tk *task, static, groupName string, c *collection, cpath
 		events.EnvVar{Name: "DDS_SLOT_ID", Value: slot},
 		events.EnvVar{Name: "DDS_LOCATION", Value: LocationPlaceholder})
 	exe, args := tk.command(ti, ci)
-	e.err = e.emit(&events.Job{Name: taskPath, Executable: exe,
+	e.err = e.emit(&events.Job{Name: taskPath, Executable: exe, StageIn: tk.stageIn,
 		Arguments: args, Environment: env, DDS: ctx, Substitutions: ddsSubstitutions, Requirements: placement, Restarts: tk.restarts,
 		Original: events.Original{Path: taskPath}})
 }
@@ -129,9 +131,13 @@ var ddsSubstitutions = []string{"session", "dds_location"}
 // task's own shell and reaches no further than its command.
 func (tk *task) command(ti, ci string) (string, []string) {
 	if tk.shell {
-		script := resolveTags(tk.exe, ti, ci)
+		script := resolveTags(tk.delivered(tk.exe, tk.exeReachable), ti, ci)
+		if !tk.exeReachable {
+			// A delivered copy is a plain file; DDS's agent makes its copy executable.
+			script = "chmod u+x " + shellquote.Quote("./"+path.Base(tk.words[0])) + "\n" + script
+		}
 		if tk.env != "" {
-			script = "source " + tk.env + "\n" + script
+			script = "source " + tk.delivered(tk.env, tk.envReachable) + "\n" + script
 		}
 		return "/bin/bash", []string{"-c", script}
 	}
@@ -140,6 +146,30 @@ func (tk *task) command(ti, ci string) (string, []string) {
 		args[i] = resolveTags(w, ti, ci)
 	}
 	return resolveTags(tk.words[0], ti, ci), args
+}
+
+// delivered is an exe or env line whose first word names a file the stager delivers
+// into the job's directory (reachable="false"), rewritten to run that copy, as DDS's
+// commander rewrites it to its copy in the agent's slot directory.
+func (tk *task) delivered(line string, reachable bool) string {
+	if reachable {
+		return line
+	}
+	first := strings.Fields(line)[0]
+	return shellquote.Quote("./"+path.Base(first)) + strings.TrimPrefix(line, first)
+}
+
+// deliveries are the stage-ins of the files the task's unreachable exe and env name.
+func (tk *task) deliveries() []events.FileCopy {
+	var out []events.FileCopy
+	if !tk.exeReachable {
+		out = append(out, events.FileCopy{From: tk.words[0], To: path.Base(tk.words[0])})
+	}
+	if tk.env != "" && !tk.envReachable {
+		first := strings.Fields(tk.env)[0]
+		out = append(out, events.FileCopy{From: first, To: path.Base(first)})
+	}
+	return out
 }
 
 // resolveTags replaces %taskIndex% and, inside a collection, %collectionIndex%. Outside

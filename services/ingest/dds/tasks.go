@@ -86,7 +86,10 @@ func (d *decoder) task(el *xmltree.Element, path string, t *topology) {
 	tk.placement = t.placement(tk.requirements)
 	tk.maxPerHost, tk.maxFrom = t.maxPerHost(tk.requirements)
 	tk.restarts = restarts(tk.triggers)
-	tk.shell = tk.env != "" || strings.ContainsAny(tk.exe, "$`")
+	tk.shell = tk.env != "" || !tk.exeReachable || strings.ContainsAny(tk.exe, "$`")
+	if len(tk.words) > 0 {
+		tk.stageIn = tk.deliveries()
+	}
 	tk.hash = tk.hashString()
 	t.tasks[name] = tk
 }
