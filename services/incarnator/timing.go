@@ -64,16 +64,29 @@ func runLimited(b []byte, job *events.Job, redirect string) []byte {
 	marker := `"$` + events.VarWorkDir + `"/` + overrunMarker
 	why := durationLabel(job) + ": still running after " + n + " s, so it was ended"
 	b = append(b, "\n) "+redirect+" &\ngw_pid=$!\n"...)
+	b = append(b, treeFunc...)
 	// The watchdog waits on its sleep, so a TERM (the job ended first) ends it at once.
+	// It signals the program's whole process tree, listed before the TERM: the program
+	// runs in a subshell, and a TERM to the subshell alone left the program running,
+	// orphaned, after the job was reported ended.
 	b = append(b, "(\ntrap 'kill $gw_s 2>/dev/null; exit 0' TERM\n"+
 		"sleep "+n+" & gw_s=$!; wait $gw_s\n"+
-		": >"+marker+"\nkill -TERM $gw_pid 2>/dev/null\n"+
-		"sleep "+grace+" & gw_s=$!; wait $gw_s\nkill -KILL $gw_pid 2>/dev/null\n"+
+		": >"+marker+"\ngw_t=$(gw_tree $gw_pid)\nkill -TERM $gw_pid $gw_t 2>/dev/null\n"+
+		"sleep "+grace+" & gw_s=$!; wait $gw_s\nkill -KILL $gw_pid $gw_t $(gw_tree $gw_pid) 2>/dev/null\n"+
 		") </dev/null >/dev/null 2>&1 &\ngw_dog=$!\n"+
 		"wait $gw_pid\nGW_EXIT=$?\nkill -TERM $gw_dog 2>/dev/null\n"+
 		"if [ -e "+marker+" ]; then GW_REASON="+shellquote.Quote(why)+"; fi\n"...)
 	return b
 }
+
+// treeFunc defines gw_tree PID, which prints every descendant of PID, read from
+// POSIX ps and awk (nothing when ps is missing: then only PID itself is signalled).
+const treeFunc = `gw_tree() {
+ps -A -o pid= -o ppid= 2>/dev/null | awk -v root="$1" '{ parent[$1] = $2 }
+END { tree[root] = 1; do { more = 0; for (p in parent) if (!(p in tree) && (parent[p] in tree)) { tree[p] = 1; more = 1 } } while (more)
+for (p in tree) if (p != root) print p }'
+}
+`
 
 // durationSeconds is the job's wall time limit in whole seconds, rounded up; 0 for none.
 func durationSeconds(job *events.Job) int64 {

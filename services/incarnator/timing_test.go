@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,11 +34,24 @@ func runForkJob(t *testing.T, job events.Job) (string, events.IncarnatedData) {
 // by the JOB script, and its exit status line says why. Before, it ran to its end.
 func TestJobDurationEndsAnOverrunningJob(t *testing.T) {
 	wall := events.Period{Seconds: 1}
-	got, _ := runForkJob(t, events.Job{ID: "01LONG", Executable: "sleep", Arguments: []string{"600"}, Duration: time.Second, Walltime: &wall})
+	got, inc := runForkJob(t, events.Job{ID: "01LONG", Executable: "/bin/sh", Arguments: []string{"-c", "sleep 600 & echo $! > sleep.pid; wait"}, Duration: time.Second, Walltime: &wall})
 	if want := "143 jobDuration PT1S: still running after 1 s, so it was ended\n"; got != want {
 		t.Errorf("exit status %q, want %q", got, want)
 	}
-	got, inc := runForkJob(t, events.Job{ID: "01SHORT", Executable: "echo", Arguments: []string{"done"}, Duration: time.Hour})
+	// The program's own children end with it: before, the TERM reached only the
+	// subshell around the program, and its sleep ran on for ten minutes.
+	b, err := os.ReadFile(filepath.Join(inc.WorkDir, "sleep.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	for deadline := time.Now().Add(30 * time.Second); processRuns(pid); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("the overrunning job's child %d still runs after the job was ended", pid)
+		}
+	}
+	got, inc = runForkJob(t, events.Job{ID: "01SHORT", Executable: "echo", Arguments: []string{"done"}, Duration: time.Hour})
 	if got != "0\n" {
 		t.Errorf("a job within its duration: exit status %q", got)
 	}
@@ -101,4 +115,14 @@ func TestContactAndCountExclude(t *testing.T) {
 			t.Errorf("exclusion %q lacks %q", why, want)
 		}
 	}
+}
+
+// processRuns says whether pid is a live process (not gone, not a zombie).
+func processRuns(pid int) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
+	return !strings.HasPrefix(strings.TrimSpace(rest), "Z")
 }
