@@ -15,6 +15,7 @@ import (
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/pkg/bus"
 	"github.com/gridwire/gridwire/pkg/cluster"
+	"github.com/gridwire/gridwire/pkg/proctest"
 	"github.com/gridwire/gridwire/services/ingest"
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
@@ -193,6 +194,9 @@ func (h *harness) close() {
 	}
 	h.client.Close()
 	h.server.Close()
+	// A job still running when the test ends (a failed test, a held or gated job) is
+	// ended with it rather than left running on the machine.
+	proctest.KillSessionsNaming(h.dir)
 }
 
 // submitJSON submits a v3 description and returns its job ID.

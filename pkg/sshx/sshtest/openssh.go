@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gridwire/gridwire/pkg/proctest"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 )
@@ -51,7 +52,7 @@ func StartOpenSSH(t testing.TB, config ...string) *OpenSSH {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		killSessionsNaming(root)
+		proctest.KillSessionsNaming(root)
 		os.RemoveAll(root)
 	})
 	if err := os.Chmod(root, 0o755); err != nil {
@@ -140,58 +141,6 @@ func (s *OpenSSH) ControlMaster(t testing.TB) []string {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return append(args, "127.0.0.1")
-}
-
-// killSessionsNaming ends what a test's jobs left running on its sshd: every process
-// in the session of a process whose command line names dir (a job script under the
-// test's scratch directory, and the sleeps it started). A test that fails half-way
-// would otherwise leave its held or gated jobs running as the login user for good.
-// Sessions are the test's own: sshd starts each login in a session of its own, and the
-// executor's jobs call setsid; the test process's own session is never touched.
-func killSessionsNaming(dir string) {
-	own := sessionOf(os.Getpid())
-	entries, _ := os.ReadDir("/proc")
-	sessions := map[int]bool{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !strings.Contains(string(cmdline), dir) {
-			continue
-		}
-		if sid := sessionOf(pid); sid > 1 && sid != own {
-			sessions[sid] = true
-		}
-	}
-	if len(sessions) == 0 {
-		return
-	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if sessions[sessionOf(pid)] {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-}
-
-// sessionOf reads a process's session ID from /proc/PID/stat (0 when it is gone).
-func sessionOf(pid int) int {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return 0
-	}
-	// After the command name in parentheses: state, ppid, pgrp, session.
-	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	if len(fields) < 4 {
-		return 0
-	}
-	sid, _ := strconv.Atoi(fields[3])
-	return sid
 }
 
 func installOpenSSH(t testing.TB) {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gridwire/gridwire/pkg/proctest"
 )
 
 // A job a failed test left running on its sshd (a detached script under the test's
@@ -32,16 +34,16 @@ func TestCleanupEndsDetachedJobs(t *testing.T) {
 		b, _ := os.ReadFile(pidFile)
 		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 	}
-	if sessionOf(pid) == 0 {
+	if proctest.SessionOf(pid) == 0 {
 		t.Fatalf("sleep %d is not running", pid)
 	}
-	killSessionsNaming(filepath.Dir(s.Dir))
+	proctest.KillSessionsNaming(filepath.Dir(s.Dir))
 	for deadline := time.Now().Add(10 * time.Second); alive(pid); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("sleep %d still runs after the cleanup", pid)
 		}
 	}
-	if sessionOf(os.Getpid()) == 0 {
+	if proctest.SessionOf(os.Getpid()) == 0 {
 		t.Fatal("the cleanup must not touch the test's own session")
 	}
 }
