@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -290,5 +293,61 @@ func TestExecutorAloneHandsTasksTheGatewaysAPI(t *testing.T) {
 	}
 	if st := h.waitEnd(acc.Jobs[0]); st.Status != events.StatusSucceeded {
 		t.Fatalf("session %s (%s)", st.Status, st.Reason)
+	}
+}
+
+// `gridwire property watch` resumes a dropped stream from the last sequence it printed:
+// nothing is missed, nothing printed twice.
+func TestPropertyWatchResumes(t *testing.T) {
+	var mu sync.Mutex
+	var lastIDs []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		lastIDs = append(lastIDs, r.Header.Get("Last-Event-ID"))
+		n := len(lastIDs)
+		mu.Unlock()
+		if r.Header.Get("Authorization") != "Bearer tok" || r.URL.Query().Get("watch") != "1" {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		// Each connection sends one value and drops; the second resends the first
+		// unless asked to resume after it.
+		seq := n
+		if r.Header.Get("Last-Event-ID") == "" {
+			seq = 1
+		}
+		fmt.Fprintf(w, "id: %d\nevent: property\ndata: {\"key\":\"peer\",\"value\":\"v%d\",\"seq\":%d}\n\n", seq, seq, seq)
+	}))
+	t.Cleanup(srv.Close)
+	getenv := func(k string) string {
+		return map[string]string{events.VarPropertyURL: srv.URL, events.VarPropertyToken: "tok"}[k]
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := lockedWriter{mu: &sync.Mutex{}, w: &bytes.Buffer{}}
+	printed := func() string {
+		out.mu.Lock()
+		defer out.mu.Unlock()
+		return out.w.String()
+	}
+	done := make(chan int, 1)
+	go func() { done <- runStatus(ctx, []string{"property", "watch"}, getenv, out, io.Discard) }()
+	for deadline := time.Now().Add(30 * time.Second); strings.Count(printed(), "\n") < 3; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("watch printed %q", printed())
+		}
+	}
+	cancel()
+	if status := <-done; status != 0 {
+		t.Fatalf("watch ended with %d", status)
+	}
+	if got := printed(); !strings.HasPrefix(got, "peer=v1\npeer=v2\npeer=v3\n") {
+		t.Fatalf("watch printed %q", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if lastIDs[0] != "" || lastIDs[1] != "1" || lastIDs[2] != "2" {
+		t.Fatalf("the reconnections asked to resume after %q", lastIDs)
 	}
 }
