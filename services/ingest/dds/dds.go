@@ -80,7 +80,8 @@ type task struct {
 	words []string
 	// shell says the exe line runs through bash (it expands variables, or an env
 	// script is sourced first), as DDS runs every task.
-	shell bool
+	shell    bool
+	badQuote error // why exe does not split into words; bash reads it as it is
 	// stageIn delivers the files of an unreachable exe and env (reachable="false").
 	stageIn []events.FileCopy
 	// rawExe and rawEnv are the elements' text untrimmed, as DDS hashes them; hash is

@@ -131,8 +131,12 @@ var ddsSubstitutions = []string{"session", "dds_location"}
 // task's own shell and reaches no further than its command.
 func (tk *task) command(ti, ci string) (string, []string) {
 	if tk.shell {
-		script := resolveTags(tk.delivered(tk.exe, tk.exeReachable), ti, ci)
-		if !tk.exeReachable {
+		exe := tk.exe
+		if tk.badQuote == nil {
+			exe = tk.delivered(tk.exe, tk.exeReachable)
+		}
+		script := resolveTags(exe, ti, ci)
+		if !tk.exeReachable && len(tk.words) > 0 {
 			// A delivered copy is a plain file; DDS's agent makes its copy executable.
 			script = "chmod u+x " + shellquote.Quote("./"+path.Base(tk.words[0])) + "\n" + script
 		}

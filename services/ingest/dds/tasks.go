@@ -30,10 +30,11 @@ func (d *decoder) task(el *xmltree.Element, path string, t *topology) {
 			tk.exeReachable = d.boolean(c, cpath, "reachable", true)
 			if tk.exe == "" {
 				d.list.Add(c.Line, c.Col, cpath, "is empty")
-			} else if words, err := splitWords(tk.exe); err != nil {
-				d.list.Add(c.Line, c.Col, cpath, err.Error())
 			} else {
-				tk.words = words
+				// A line a shell cannot split (an unterminated quote) is not refused:
+				// DDS accepts it and bash fails on it when the task runs, and so it is
+				// here (tk.shell below).
+				tk.words, tk.badQuote = splitWords(tk.exe)
 			}
 		case "env":
 			d.attrs(c, cpath, "reachable")
@@ -86,7 +87,7 @@ func (d *decoder) task(el *xmltree.Element, path string, t *topology) {
 	tk.placement = t.placement(tk.requirements)
 	tk.maxPerHost, tk.maxFrom = t.maxPerHost(tk.requirements)
 	tk.restarts = restarts(tk.triggers)
-	tk.shell = tk.env != "" || !tk.exeReachable || strings.ContainsAny(tk.exe, "$`")
+	tk.shell = tk.env != "" || !tk.exeReachable || tk.badQuote != nil || strings.ContainsAny(tk.exe, "$`")
 	if len(tk.words) > 0 {
 		tk.stageIn = tk.deliveries()
 	}
