@@ -285,3 +285,26 @@ func TestDDSUnreachableExeIsDelivered(t *testing.T) {
 		}
 	}
 }
+
+// Inline assets are files NAME.asset in the task's directory when it starts, holding
+// their value as written, whatever characters it has.
+func TestDDSInlineAssets(t *testing.T) {
+	h := newHarness(t)
+	ids := h.submitDDS(`<topology name="assets">
+  <asset name="conf" type="inline" visibility="task" value="a=1; $(touch injected) 'q'"/>
+  <asset name="#shared" type="inline" visibility="global" value="g"/>
+  <decltask name="t"><exe>/bin/sh -c 'cat conf.asset "#shared.asset" &gt; out'</exe><assets><name>conf</name><name>#shared</name></assets></decltask>
+  <main name="main"><task>t</task></main>
+</topology>`)
+	st := h.waitEnd(ids[1])
+	if st.Status != events.StatusSucceeded {
+		t.Fatalf("task %s (%s)", st.Status, st.Reason)
+	}
+	out, _ := os.ReadFile(filepath.Join(st.Incarnation.WorkDir, "out"))
+	if string(out) != "a=1; $(touch injected) 'q'g" {
+		t.Errorf("assets read %q", out)
+	}
+	if _, err := os.Stat(filepath.Join(st.Incarnation.WorkDir, "injected")); err == nil {
+		t.Error("an asset's value ran as a command")
+	}
+}

@@ -135,7 +135,7 @@ func (tk *task) command(ti, ci string) (string, []string) {
 		if tk.badQuote == nil {
 			exe = tk.delivered(tk.exe, tk.exeReachable)
 		}
-		script := resolveTags(exe, ti, ci)
+		script := tk.assetFiles() + resolveTags(exe, ti, ci)
 		if !tk.exeReachable && len(tk.words) > 0 {
 			// A delivered copy is a plain file; DDS's agent makes its copy executable.
 			script = "chmod u+x " + shellquote.Quote("./"+path.Base(tk.words[0])) + "\n" + script
@@ -150,6 +150,18 @@ func (tk *task) command(ti, ci string) (string, []string) {
 		args[i] = resolveTags(w, ti, ci)
 	}
 	return resolveTags(tk.words[0], ti, ci), args
+}
+
+// assetFiles writes the task's assets into its directory, each NAME.asset holding its
+// value, as DDS's agent writes them before it starts the task (a global asset, which
+// DDS keeps once per agent beside its installation, is written here too: gridwire
+// installs nothing on the host).
+func (tk *task) assetFiles() string {
+	var b strings.Builder
+	for _, a := range tk.assets {
+		b.WriteString("printf %s " + shellquote.Quote(a.Value) + " >" + shellquote.Quote(a.Name+".asset") + "\n")
+	}
+	return b.String()
 }
 
 // delivered is an exe or env line whose first word names a file the stager delivers

@@ -87,7 +87,7 @@ func (d *decoder) task(el *xmltree.Element, path string, t *topology) {
 	tk.placement = t.placement(tk.requirements)
 	tk.maxPerHost, tk.maxFrom = t.maxPerHost(tk.requirements)
 	tk.restarts = restarts(tk.triggers)
-	tk.shell = tk.env != "" || !tk.exeReachable || tk.badQuote != nil || strings.ContainsAny(tk.exe, "$`")
+	tk.shell = tk.env != "" || !tk.exeReachable || tk.badQuote != nil || len(tk.assets) > 0 || strings.ContainsAny(tk.exe, "$`")
 	if len(tk.words) > 0 {
 		tk.stageIn = tk.deliveries()
 	}
