@@ -16,12 +16,15 @@ import (
 // event into its table and writes the rows that changed, then the stamp, every flush
 // interval. Several read-side processes may run one each: they write the same rows.
 type projector struct {
-	js      jetstream.JetStream
-	kv      jetstream.KeyValue
-	table   *Table
-	log     *slog.Logger
-	every   time.Duration
-	dirty   map[string]bool
+	js    jetstream.JetStream
+	kv    jetstream.KeyValue
+	table *Table
+	log   *slog.Logger
+	every time.Duration
+	dirty map[string]bool
+	// revs holds the bucket revision of each row as this projector last saw it (read at
+	// start, acknowledged since): every row write expects it (see writeRows).
+	revs    revisions
 	folded  uint64 // stream sequence of the last event folded
 	written uint64 // the stamp last written
 	// metrics, when set, observe each new event's append latency.
@@ -62,8 +65,8 @@ func project(ctx context.Context, js jetstream.JetStream, bucket string, every t
 	if err != nil {
 		return err
 	}
-	p := &projector{js: js, kv: kv, log: log.With("projection", bucket), every: every, dirty: dirty, metrics: m, table: table}
-	if p.folded, err = loadInto(ctx, kv, table); err != nil {
+	p := &projector{js: js, kv: kv, log: log.With("projection", bucket), every: every, dirty: dirty, revs: revisions{}, metrics: m, table: table}
+	if p.folded, err = loadInto(ctx, kv, table, p.revs); err != nil {
 		return err
 	}
 	p.written = p.folded
@@ -73,7 +76,7 @@ func project(ctx context.Context, js jetstream.JetStream, bucket string, every t
 // loadProjection reads a projection bucket into a table and returns the stamp it holds.
 func loadProjection(ctx context.Context, kv jetstream.KeyValue) (*Table, uint64, error) {
 	t := NewTable()
-	stamp, err := loadInto(ctx, kv, t)
+	stamp, err := loadInto(ctx, kv, t, nil)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -81,8 +84,9 @@ func loadProjection(ctx context.Context, kv jetstream.KeyValue) (*Table, uint64,
 }
 
 // loadInto reads a projection bucket into t (rows only move forward: a row t holds at a
-// later stamp stays) and returns the stamp the bucket holds.
-func loadInto(ctx context.Context, kv jetstream.KeyValue, t *Table) (uint64, error) {
+// later stamp stays) and returns the stamp the bucket holds. revs, when not nil, receives
+// the revision of every row read.
+func loadInto(ctx context.Context, kv jetstream.KeyValue, t *Table, revs revisions) (uint64, error) {
 	var stamp uint64
 	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
 	if err != nil {
@@ -98,6 +102,9 @@ func loadInto(ctx context.Context, kv jetstream.KeyValue, t *Table) (uint64, err
 			return 0, fmt.Errorf("reading projection %s: %w", kv.Bucket(), err)
 		}
 		stamp = max(stamp, seq)
+		if id := jobOfKey(entry.Key()); revs != nil && id != "" {
+			revs[id] = entry.Revision()
+		}
 	}
 	return stamp, nil
 }
@@ -227,7 +234,7 @@ func (p *projector) flush(ctx context.Context) error {
 	}
 	meta := p.table.Meta()
 	meta.Seq = p.folded
-	if err := writeProjection(ctx, p.js, p.kv, rows, meta); err != nil {
+	if err := writeProjection(ctx, p.js, p.kv, rows, meta, p.revs); err != nil {
 		return err
 	}
 	clear(p.dirty)

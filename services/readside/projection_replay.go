@@ -71,7 +71,7 @@ func Rebuild(ctx context.Context, js jetstream.JetStream, opts RebuildOptions) (
 		if err != nil {
 			return nil, res, err
 		}
-		if err := writeProjection(ctx, js, kv, table.Rows(), table.Meta()); err != nil {
+		if err := writeProjection(ctx, js, kv, table.Rows(), table.Meta(), revisions{}); err != nil {
 			return nil, res, err
 		}
 	}
@@ -277,11 +277,13 @@ func freshBucket(ctx context.Context, js jetstream.JetStream, name string) (jets
 
 // writeProjection writes rows, then the stamp, to a projection bucket: the stamp lands
 // only after every row it covers, so a reader never sees a stamp ahead of its rows.
-func writeProjection(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, rows []Row, meta Meta) error {
+// revs holds the revision of each row as the writer last saw it (empty for a fresh
+// bucket); writeRows keeps it up to date.
+func writeProjection(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, rows []Row, meta Meta, revs revisions) error {
 	const window = 16384
 	for len(rows) > 0 {
 		n := min(window, len(rows))
-		if err := writeRows(ctx, js, kv.Bucket(), rows[:n]); err != nil {
+		if err := writeRows(ctx, js, kv.Bucket(), rows[:n], revs); err != nil {
 			return err
 		}
 		rows = rows[n:]
@@ -293,26 +295,100 @@ func writeProjection(ctx context.Context, js jetstream.JetStream, kv jetstream.K
 	return nil
 }
 
+// revisions maps a job to the bucket revision (the KV stream's sequence) of its row as
+// a writer last saw it; absent: no row.
+type revisions map[string]uint64
+
 // writeRows publishes rows asynchronously and waits for every acknowledgement.
-func writeRows(ctx context.Context, js jetstream.JetStream, bucket string, rows []Row) error {
+//
+// Each write expects the row's last revision (Nats-Expected-Last-Subject-Sequence), so
+// it can only replace the row it was made over. Unconditional writes lost rows in the
+// cluster fault run: a flush whose acknowledgements timed out while a node was frozen
+// was retried with newer rows, and the first attempt's publish, held by the frozen
+// server, was stored after the retry when the node resumed, leaving an old row under a
+// newer stamp. Now such a late write finds the revision moved and is refused. A write
+// refused because the row moved (another read side wrote it, or an earlier attempt of
+// this one landed) is settled by resolveRow: rows only move forward.
+func writeRows(ctx context.Context, js jetstream.JetStream, bucket string, rows []Row, revs revisions) error {
 	futures := make([]jetstream.PubAckFuture, 0, len(rows))
 	for _, r := range rows {
-		f, err := js.PublishAsync(events.KVSubject(bucket, JobKey(r.JobID)), encodeRow(r))
+		f, err := js.PublishAsync(events.KVSubject(bucket, JobKey(r.JobID)), encodeRow(r),
+			jetstream.WithExpectLastSequencePerSubject(revs[r.JobID]))
 		if err != nil {
 			return fmt.Errorf("writing projection row %s: %w", r.JobID, err)
 		}
 		futures = append(futures, f)
 	}
+	var moved []Row
 	for i, f := range futures {
 		select {
-		case <-f.Ok():
+		case ack := <-f.Ok():
+			revs[rows[i].JobID] = ack.Sequence
 		case err := <-f.Err():
-			return fmt.Errorf("writing projection row %s: %w", rows[i].JobID, err)
+			if !wrongLastSeq(err) {
+				return fmt.Errorf("writing projection row %s: %w", rows[i].JobID, err)
+			}
+			moved = append(moved, rows[i])
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
+	if len(moved) == 0 {
+		return nil
+	}
+	stream, err := js.Stream(ctx, "KV_"+bucket)
+	if err != nil {
+		return fmt.Errorf("writing projection rows: %w", err)
+	}
+	for _, r := range moved {
+		if err := resolveRow(ctx, js, stream, bucket, r, revs); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// resolveRow writes r over the bucket's row for its job unless that row is as new (its
+// LastSeq at least r's) or newer, and records the revision the bucket then holds.
+func resolveRow(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, bucket string, r Row, revs revisions) error {
+	subject := events.KVSubject(bucket, JobKey(r.JobID))
+	for {
+		var rev uint64
+		m, err := stream.GetLastMsgForSubject(ctx, subject)
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+		case err != nil:
+			return fmt.Errorf("reading projection row %s: %w", r.JobID, err)
+		default:
+			rev = m.Sequence
+			if op := m.Header.Get("KV-Operation"); op == "" {
+				var cur Row
+				if err := json.Unmarshal(m.Data, &cur); err != nil {
+					return fmt.Errorf("reading projection row %s: %w", r.JobID, err)
+				}
+				if cur.LastSeq >= r.LastSeq {
+					revs[r.JobID] = rev
+					return nil
+				}
+			}
+		}
+		ack, err := js.Publish(ctx, subject, encodeRow(r), jetstream.WithExpectLastSequencePerSubject(rev))
+		if err == nil {
+			revs[r.JobID] = ack.Sequence
+			return nil
+		}
+		if !wrongLastSeq(err) {
+			return fmt.Errorf("writing projection row %s: %w", r.JobID, err)
+		}
+	}
+}
+
+// wrongLastSeq reports a write refused because its subject's last sequence moved
+// (replicated streams answer 10164 rather than 10071).
+func wrongLastSeq(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
 // Difference is one job whose row differs between the live projection and a rebuild.
