@@ -349,10 +349,22 @@ func writeRows(ctx context.Context, js jetstream.JetStream, bucket string, rows 
 }
 
 // resolveRow writes r over the bucket's row for its job unless that row is as new (its
-// LastSeq at least r's) or newer, and records the revision the bucket then holds.
+// LastSeq at least r's) or newer, and records the revision the bucket then holds. The
+// row is read with a direct get, which any replica may answer: one that lags behind
+// gives an old revision, the write is refused again, and the row is read again after a
+// pause, until the read is current.
 func resolveRow(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, bucket string, r Row, revs revisions) error {
 	subject := events.KVSubject(bucket, JobKey(r.JobID))
-	for {
+	pause := 5 * time.Millisecond
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(pause):
+			}
+			pause = min(2*pause, time.Second)
+		}
 		var rev uint64
 		m, err := stream.GetLastMsgForSubject(ctx, subject)
 		switch {
