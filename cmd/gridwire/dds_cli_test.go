@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -90,5 +91,39 @@ func TestCLITopologyUpdate(t *testing.T) {
 	}
 	if status, out, _ = cli(ctx, "watch", "--server", server, acc.Parent); status != 0 || !strings.Contains(out, " cancelled ") {
 		t.Fatalf("watch of the cancelled session: %d\n%s", status, out)
+	}
+}
+
+// TestCLIDDSLocationExeIsUploaded: DDS's tutorial writes an unreachable exe as
+// $DDS_LOCATION/..., a path DDS's commander expands on its own host. gridwire submit
+// expands it from the submitter's environment, uploads that file, and the task runs the
+// copy; with the variable unset, the submission is refused naming it and nothing runs.
+// Before, the client looked for a file literally named "$DDS_LOCATION/...".
+func TestCLIDDSLocationExeIsUploaded(t *testing.T) {
+	server := serveCLI(t)
+	location, dir := t.TempDir(), t.TempDir()
+	writeFile(t, location, "task-type-one", "#!/bin/sh\necho \"index $1\"\n")
+	if err := os.Chmod(filepath.Join(location, "task-type-one"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	topo := writeFile(t, dir, "t1.xml", `<topology name="t1">
+<decltask name="one"><exe reachable="false">$DDS_LOCATION/task-type-one %taskIndex%</exe></decltask>
+<main name="main"><task>one</task></main></topology>`)
+	ctx := context.Background()
+	t.Setenv("DDS_LOCATION", "")
+	if status, out, errOut := cli(ctx, "submit", "--server", server, topo); status == 0 || !strings.Contains(errOut, "$DDS_LOCATION, which is not set") {
+		t.Fatalf("submit without DDS_LOCATION: exit %d %s%s, want a refusal naming it", status, out, errOut)
+	}
+	t.Setenv("DDS_LOCATION", location)
+	status, out, errOut := cli(ctx, "submit", "--json", "--wait", "--server", server, topo)
+	if status != 0 {
+		t.Fatalf("submit: exit %d %s%s", status, out, errOut)
+	}
+	var ended []struct{ ID, Parent, Status string }
+	if json.Unmarshal([]byte(out), &ended) != nil || len(ended) != 1 || ended[0].Parent == "" || ended[0].Status != "SUCCEEDED" {
+		t.Fatalf("submit --json --wait: %s; want the one task SUCCEEDED", out)
+	}
+	if status, logs, errOut := cli(ctx, "logs", "--server", server, ended[0].ID); status != 0 || logs != "index 0\n" {
+		t.Errorf("the task's output: exit %d %q %s; want the uploaded exe's", status, logs, errOut)
 	}
 }

@@ -414,7 +414,7 @@ func uploadInputs(ctx context.Context, e *env, c *client, dir string, names []st
 	put := func(ctx context.Context, name string, r io.Reader) error {
 		return c.do(ctx, http.MethodPut, "/v1/uploads/"+escapeSegments(name), r, "application/octet-stream", nil)
 	}
-	opt := stager.UploadOptions{Dir: dir, Wrap: func(name string, size int64, r io.Reader) io.Reader {
+	opt := stager.UploadOptions{Dir: dir, Getenv: os.LookupEnv, Wrap: func(name string, size int64, r io.Reader) io.Reader {
 		bar := progressbar.NewOptions64(size, progressbar.OptionSetWriter(e.stderr), progressbar.OptionShowBytes(true),
 			progressbar.OptionSetDescription("uploading "+filepath.Base(name)), progressbar.OptionOnCompletion(func() {
 				fmt.Fprintln(e.stderr)

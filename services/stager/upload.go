@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
@@ -19,6 +20,12 @@ type UploadOptions struct {
 	Dir string
 	// Wrap, when set, wraps each file's reader as it is uploaded (a progress bar).
 	Wrap func(name string, size int64, r io.Reader) io.Reader
+	// Getenv, when set, expands a name that starts with an environment variable
+	// ($DDS_LOCATION/..., ${DDS_LOCATION}/...) from the submitter's environment before
+	// the file is read, as DDS's commander expands an unreachable exe's path on its own
+	// host. The name the description writes stays the upload's key. A variable that is
+	// not set is an error naming it; nil leaves names as written.
+	Getenv func(string) (string, bool)
 }
 
 // Put stores one uploaded file under an object name of UploadBucket.
@@ -51,7 +58,11 @@ func Upload(ctx context.Context, put Put, names []string, opt UploadOptions) (ma
 		if _, done := objects[local]; done {
 			continue
 		}
-		name, k, err := uploadPath(ctx, put, localPath(opt.Dir, local), opt.Wrap)
+		file, err := expandLeadingVar(local, opt.Getenv)
+		if err != nil {
+			return objects, n, fmt.Errorf("uploading %s: %w", local, err)
+		}
+		name, k, err := uploadPath(ctx, put, localPath(opt.Dir, file), opt.Wrap)
 		n += k
 		if err != nil {
 			return objects, n, fmt.Errorf("uploading %s: %w", local, err)
@@ -59,6 +70,39 @@ func Upload(ctx context.Context, put Put, names []string, opt UploadOptions) (ma
 		objects[local] = name
 	}
 	return objects, n, nil
+}
+
+// expandLeadingVar replaces a leading $NAME or ${NAME} (followed by '/' or the end) with
+// its value from getenv; other names, and every name when getenv is nil, stay as they are.
+func expandLeadingVar(p string, getenv func(string) (string, bool)) (string, error) {
+	if getenv == nil || !strings.HasPrefix(p, "$") {
+		return p, nil
+	}
+	rest := p[1:]
+	var name string
+	if strings.HasPrefix(rest, "{") {
+		end := strings.IndexByte(rest, '}')
+		if end < 0 {
+			return p, nil
+		}
+		name, rest = rest[1:end], rest[end+1:]
+	} else {
+		end := strings.IndexFunc(rest, func(r rune) bool {
+			return !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+		})
+		if end < 0 {
+			end = len(rest)
+		}
+		name, rest = rest[:end], rest[end:]
+	}
+	if name == "" || rest != "" && rest[0] != '/' {
+		return p, nil
+	}
+	value, ok := getenv(name)
+	if !ok || value == "" {
+		return "", fmt.Errorf("the path starts with $%s, which is not set in the submitter's environment", name)
+	}
+	return value + rest, nil
 }
 
 func localPath(dir, p string) string {
