@@ -220,6 +220,11 @@ func (x *executor) handle(ctx context.Context, d events.Delivery) error {
 		return x.act(ctx, st)
 	}
 	if st.Status != events.StatusQueued {
+		if d.Delivered > 1 && st.Status.Terminal() && st.NativeID == "" {
+			// An earlier attempt of this delivery may have started the job after it
+			// ended, and failed to abort that run (recordStarted): look once more.
+			return x.abortLeftRun(ctx, d, st)
+		}
 		return nil // no longer wanted
 	}
 	if st.CancelRequested {
@@ -296,8 +301,51 @@ func (x *executor) recordStarted(ctx context.Context, st events.State, run event
 	if err != nil {
 		return err
 	}
+	if st.NativeID == "" {
+		return x.abortOrphan(ctx, st, run)
+	}
 	x.log.Debug("started", "job", st.JobID, "native_id", run.NativeID, "adopted", run.Adopted)
 	return x.act(ctx, st)
+}
+
+// abortOrphan stops a run whose job ended before the run could be recorded: a cancel (or
+// the exhaustion of the job's deliveries) decided by another attempt of the same
+// delivery, one that found no run yet while this attempt was starting it (an executor
+// cut off from NATS for longer than the ack wait goes on starting). The log says the job
+// ended before it started, and no event can follow an end: the run is aborted with the
+// profile's ABORT so that the log stays true. An ABORT that cannot be run is an error,
+// and the redelivery finds the run again (abortLeftRun).
+func (x *executor) abortOrphan(ctx context.Context, st events.State, run events.StartedData) error {
+	if !st.Status.Terminal() {
+		return nil
+	}
+	orphan := st
+	orphan.NativeID, orphan.Host, orphan.HostKey = run.NativeID, run.Host, run.HostKey
+	out, err := x.ctl.Control(ctx, orphan, events.ScriptAbort)
+	if err != nil {
+		return fmt.Errorf("aborting the run %s of job %s, which ended %s before the run was recorded: %w",
+			run.NativeID, st.JobID, st.Status, err)
+	}
+	x.log.Warn("aborted a run started for a job that ended before it was recorded", "job", st.JobID,
+		"native_id", run.NativeID, "status", st.Status, "reason", st.Reason, "ok", out.OK(), "output", out.Describe())
+	return nil
+}
+
+// abortLeftRun is abortOrphan on a redelivery: the run an earlier attempt left, if the
+// target can find one.
+func (x *executor) abortLeftRun(ctx context.Context, d events.Delivery, st events.State) error {
+	f, ok := x.target.(RunFinder)
+	if !ok {
+		return nil
+	}
+	run, found, err := x.findRun(ctx, d, f, st)
+	if err != nil {
+		return fmt.Errorf("looking for a run of job %s, which ended %s before it started: %w", st.JobID, st.Status, err)
+	}
+	if !found {
+		return nil
+	}
+	return x.abortOrphan(ctx, st, run)
 }
 
 func (x *executor) cancelBeforeStart(s events.State) ([]events.Event, error) {
