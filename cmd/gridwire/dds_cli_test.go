@@ -6,9 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gridwire/gridwire/pkg/proctest"
 )
 
 // Through the real server (signed events, every service): a crashing task with
@@ -72,12 +75,18 @@ func TestCLITopologyUpdate(t *testing.T) {
 	if status, out, errOut = cli(ctx, "topology", "update", "--server", server, acc.Parent, filepath.Join(dir, "none.xml")); status != exitUsage {
 		t.Errorf("update from a missing file: exit %d %s%s, want a usage error", status, out, errOut)
 	}
-	// Both tasks run before the cancel (a cancel that meets a start half way is the
-	// executor's own race, not this test's subject).
-	for _, id := range []string{accs[0].Jobs[1], added} {
+	// Both tasks run (the kept one, and the one the update added), so that the cancel
+	// has processes to stop; their sessions must be gone once the session is cancelled.
+	tasks := []string{accs[0].Jobs[1], added}
+	sessions := map[string]int{}
+	for _, id := range tasks {
 		for i := 0; ; i++ {
 			_, st, _ := cli(ctx, "status", "--json", "--server", server, id)
-			if strings.Contains(st, `"status":"RUNNING"`) {
+			var v jobView
+			if json.Unmarshal([]byte(st), &v) == nil && v.Status == "RUNNING" {
+				if sessions[id], _ = strconv.Atoi(v.NativeID); sessions[id] <= 1 {
+					t.Fatalf("task %s runs with native ID %q, want the PID of its fork session", id, v.NativeID)
+				}
 				break
 			}
 			if i == 600 {
@@ -92,6 +101,39 @@ func TestCLITopologyUpdate(t *testing.T) {
 	if status, out, _ = cli(ctx, "watch", "--server", server, acc.Parent); status != 0 || !strings.Contains(out, " cancelled ") {
 		t.Fatalf("watch of the cancelled session: %d\n%s", status, out)
 	}
+	for _, id := range tasks {
+		for i := 0; ; i++ {
+			_, st, _ := cli(ctx, "status", "--json", "--server", server, id)
+			var v jobView
+			left := sessionProcesses(sessions[id])
+			if json.Unmarshal([]byte(st), &v) == nil && v.Status == "CANCELLED" && len(left) == 0 {
+				break
+			}
+			if i == 600 {
+				t.Fatalf("task %s a minute after its session's cancel: %s, processes of its session still running %v", id, st, left)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// sessionProcesses lists the live processes (zombies aside) of session sid.
+func sessionProcesses(sid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || proctest.SessionOf(pid) != sid {
+			continue
+		}
+		if stat, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil {
+			if i := strings.LastIndexByte(string(stat), ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+				continue
+			}
+		}
+		pids = append(pids, pid)
+	}
+	return pids
 }
 
 // TestCLIDDSLocationExeIsUploaded: DDS's tutorial writes an unreachable exe as
