@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/bus"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -90,7 +91,7 @@ func project(ctx context.Context, js jetstream.JetStream, name string, every tim
 	if err != nil {
 		return err
 	}
-	msgs, drain := feed(it)
+	msgs, drain := bus.Feed(it, 256)
 	defer drain()
 	tick := time.NewTicker(every)
 	defer tick.Stop()
@@ -222,24 +223,4 @@ func putMeta(ctx context.Context, kv jetstream.KeyValue, seq uint64) error {
 		return fmt.Errorf("writing the stamp of %s: %w", kv.Bucket(), err)
 	}
 	return nil
-}
-
-// feed turns a pull iterator into a channel; drain stops it and waits for its goroutine.
-func feed(it jetstream.MessagesContext) (<-chan jetstream.Msg, func()) {
-	ch := make(chan jetstream.Msg, 256)
-	go func() {
-		defer close(ch)
-		for {
-			m, err := it.Next()
-			if err != nil {
-				return
-			}
-			ch <- m
-		}
-	}()
-	return ch, func() {
-		it.Stop()
-		for range ch {
-		}
-	}
 }

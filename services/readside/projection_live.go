@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/bus"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -170,7 +171,7 @@ func (p *projector) consume(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("projection consumer: %w", err)
 	}
-	msgs, drain := feed(it, 1024)
+	msgs, drain := bus.Feed(it, 1024)
 	defer drain()
 	return p.loop(ctx, msgs)
 }
@@ -240,26 +241,4 @@ func (p *projector) flush(ctx context.Context) error {
 	clear(p.dirty)
 	p.written = p.folded
 	return nil
-}
-
-// feed turns a pull iterator into a channel of up to n waiting messages, for a loop that
-// also selects on other things. drain stops the iterator and waits for the goroutine
-// that feeds the channel, so none outlives its reader.
-func feed(it jetstream.MessagesContext, n int) (msgs <-chan jetstream.Msg, drain func()) {
-	ch := make(chan jetstream.Msg, n)
-	go func() {
-		defer close(ch)
-		for {
-			m, err := it.Next()
-			if err != nil {
-				return
-			}
-			ch <- m
-		}
-	}()
-	return ch, func() {
-		it.Stop()
-		for range ch {
-		}
-	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/bus"
 	"github.com/gridwire/gridwire/pkg/httpapi"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -51,7 +52,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request) {
 	defer it.Stop()
 	stop := context.AfterFunc(r.Context(), it.Stop)
 	defer stop()
-	msgs, drain := feed(it, 256)
+	msgs, drain := bus.Feed(it, 256)
 	defer drain()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
