@@ -17,7 +17,20 @@ import (
 // unstaged Output and Error over SFTP.
 func TestE2EGPEProfileOverSSH(t *testing.T) {
 	srv := sshtest.StartOpenSSH(t)
-	// Not under t.TempDir(): its 0700 parent keeps the SSH user out when tests run as root.
+	scratch := sshScratch(t, srv)
+	cfg := cluster.Config{ProfileDir: gpeProfileDir(t), Clusters: []cluster.Cluster{{Name: "remote", Kind: cluster.KindSSH,
+		Hosts: []string{srv.Addr}, User: srv.User, Identity: srv.ClientKeyFile, KnownHosts: srv.KnownHostsFile,
+		Profile: "gpe-full", LRMS: "Fork", WorkRoot: srv.Dir,
+		Fields: map[string]string{"SCRATCH_BASE": scratch}, Info: cluster.SystemInfo{OSName: "Linux"}}}}
+	h := newHarnessWith(t, cfg)
+	checkGPEProfileParts(t, h, scratch, "Linux")
+}
+
+// sshScratch makes a directory the SSH login user owns, for the gpe-full profile's
+// SCRATCH storage, outside t.TempDir(): its 0700 parent keeps the SSH user out when
+// tests run as root.
+func sshScratch(t *testing.T, srv *sshtest.OpenSSH) string {
+	t.Helper()
 	root, err := os.MkdirTemp("", "gw-e2e-scratch-")
 	if err != nil {
 		t.Fatal(err)
@@ -31,10 +44,5 @@ func TestE2EGPEProfileOverSSH(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.Own(t, scratch)
-	cfg := cluster.Config{ProfileDir: gpeProfileDir(t), Clusters: []cluster.Cluster{{Name: "remote", Kind: cluster.KindSSH,
-		Hosts: []string{srv.Addr}, User: srv.User, Identity: srv.ClientKeyFile, KnownHosts: srv.KnownHostsFile,
-		Profile: "gpe-full", LRMS: "Fork", WorkRoot: srv.Dir,
-		Fields: map[string]string{"SCRATCH_BASE": scratch}, Info: cluster.SystemInfo{OSName: "Linux"}}}}
-	h := newHarnessWith(t, cfg)
-	checkGPEProfileParts(t, h, scratch, "Linux")
+	return scratch
 }

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -17,20 +16,7 @@ import (
 // there, and records it after the job's end; the log verifies and is sound.
 func TestE2ERetentionOverSSH(t *testing.T) {
 	srv := sshtest.StartOpenSSH(t)
-	// Not under t.TempDir(): its 0700 parent keeps the SSH user out when tests run as root.
-	root, err := os.MkdirTemp("", "gw-e2e-scratch-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(root) })
-	scratch := filepath.Join(root, "scratch")
-	if err := os.Chmod(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(scratch, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	srv.Own(t, scratch)
+	scratch := sshScratch(t, srv)
 	cfg := cluster.Config{ProfileDir: gpeProfileDir(t), Clusters: []cluster.Cluster{{Name: "remote", Kind: cluster.KindSSH,
 		Hosts: []string{srv.Addr}, User: srv.User, Identity: srv.ClientKeyFile, KnownHosts: srv.KnownHostsFile,
 		Profile: "gpe-full", LRMS: "Fork", WorkRoot: srv.Dir, Retention: &cluster.Retention{},
