@@ -26,7 +26,7 @@ echo "$!"
 	forkPattern = `^\s*([0-9]+)\s*$`
 	forkHold    = `kill -STOP -"$GW_NATIVE_ID" 2>/dev/null || kill -STOP "$GW_NATIVE_ID"`
 	forkResume  = `kill -CONT -"$GW_NATIVE_ID" 2>/dev/null || kill -CONT "$GW_NATIVE_ID"`
-	forkAbort   = `kill -TERM -"$GW_NATIVE_ID" 2>/dev/null || kill -TERM "$GW_NATIVE_ID" 2>/dev/null; kill -CONT -"$GW_NATIVE_ID" 2>/dev/null || kill -CONT "$GW_NATIVE_ID" 2>/dev/null; exit 0`
+	forkAbort   = `kill -TERM -"$GW_NATIVE_ID" 2>/dev/null || { kill -TERM "$GW_NATIVE_ID" 2>/dev/null; kill -TERM -"$GW_NATIVE_ID" 2>/dev/null; }; kill -CONT -"$GW_NATIVE_ID" 2>/dev/null || kill -CONT "$GW_NATIVE_ID" 2>/dev/null; exit 0`
 )
 
 // jobScript is a JOB script in the shape the incarnator renders: prologue, the program
