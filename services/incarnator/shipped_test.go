@@ -263,7 +263,7 @@ func TestPBSProfile(t *testing.T) {
 	if id := nativeID(t, inc.NativeIDPattern, out); id != "77.pbs-server" {
 		t.Errorf("native ID %q", id)
 	}
-	want := []string{"-N", "gwa_job_", "-o", "/dev/null", "-e", "/dev/null", "-l", "select=1:ncpus=2", "-q", "workq", "-l", "walltime=1:2:5", "-a", "203001021504.05", root + "/.gridwire/job.sh"}
+	want := []string{"-N", "gwa_job_", "-o", "/dev/null", "-e", "/dev/null", "-l", "select=1:ncpus=2,walltime=1:2:5", "-q", "workq", "-a", "203001021504.05", root + "/.gridwire/job.sh"}
 	if got := readLines(t, rec); !slices.Equal(got, want) {
 		t.Errorf("qsub argv\n got %q\nwant %q", got, want)
 	}
