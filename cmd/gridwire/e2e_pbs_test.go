@@ -1,0 +1,133 @@
+//go:build e2e
+
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/cluster"
+)
+
+// pbsCluster runs the shipped pbs profile (LRMS PBS) against the qsub, qstat, qdel,
+// qhold and qrls of Debian's slurm-wlm-torque: Slurm's Torque/PBS wrappers, on the
+// single-node Slurm .ci/e2e starts. That is real PBS command lines and real qstat -f
+// output, not a real pbs_server (docs/operations.md says what that does not cover).
+func pbsCluster(t *testing.T) cluster.Cluster {
+	t.Helper()
+	for _, tool := range []string{"qsub", "qstat", "qdel", "qhold", "qrls"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s: %v; scripts/install-slurm.sh installs slurm-wlm-torque", tool, err)
+		}
+	}
+	c := slurmCluster(t)
+	c.Name, c.Profile, c.LRMS = "pbs", "pbs", "PBS"
+	return c
+}
+
+// qstatState is the job_state the wrapper's qstat -f prints of a native ID ("" once
+// Slurm forgot the job).
+func qstatState(t *testing.T, id string) string {
+	t.Helper()
+	out, _ := exec.Command("qstat", "-f", id).Output()
+	for _, line := range strings.Split(string(out), "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), " = "); ok && k == "job_state" {
+			return v
+		}
+	}
+	return ""
+}
+
+// Jobs submitted through the shipped PBS profile run to completion with their output and
+// exit code, are cancelled with qdel, and a jobStartBefore passes in the queue, on Slurm
+// through its Torque wrappers.
+func TestE2EPBSWrappers(t *testing.T) {
+	files := t.TempDir()
+	h := newHarnessWith(t, withFileRoot(t, cluster.Config{Clusters: []cluster.Cluster{pbsCluster(t)}}, files))
+
+	t.Run("completion", func(t *testing.T) {
+		id := h.submitJSON(map[string]any{"version": 3, "executable": "/bin/sh", "arguments": []string{"-c", "echo from pbs; exit 0"}})
+		st := h.waitEnd(id)
+		if st.Status != events.StatusSucceeded {
+			t.Fatalf("state %s (%s)", st.Status, st.Reason)
+		}
+		if out, _ := os.ReadFile(filepath.Join(st.Incarnation.WorkDir, events.StdoutFile)); string(out) != "from pbs\n" {
+			t.Errorf("stdout %q", out)
+		}
+		if run := h.started(id); run.Running || run.NativeID == "" || run.NativeID != st.NativeID {
+			t.Errorf("started %+v; want a queued job ID from qsub", run)
+		}
+		failed := h.submitJSON(map[string]any{"version": 3, "executable": "/bin/sh", "arguments": []string{"-c", "exit 3"}})
+		if st := h.waitEnd(failed); st.Status != events.StatusFailed || st.ExitCode == nil || *st.ExitCode != 3 {
+			t.Errorf("state %s exit %v; want FAILED with the exit status file's 3", st.Status, st.ExitCode)
+		}
+		h.assertCleanHistory(id)
+	})
+
+	t.Run("qdel of a running job", func(t *testing.T) {
+		id := h.submitJSON(gatedIn())
+		st := h.waitFor(id, "R in qstat", func(s events.State) bool { return s.Status == events.StatusRunning && s.NativeState == "R" })
+		h.request(id, events.CancelRequested)
+		if st = h.waitEnd(id); st.Status != events.StatusCancelled {
+			t.Fatalf("state %s (%s)", st.Status, st.Reason)
+		}
+		waitUntil(t, "qdel to take the job out of the queue", func() bool { return squeueLine(t, st.NativeID) == "" })
+		h.assertCleanHistory(id)
+	})
+
+	t.Run("JRDL directory, staging and cleanup", func(t *testing.T) { checkJRDLDirectory(t, h, files) })
+
+	t.Run("jobStartBefore passes while queued", func(t *testing.T) {
+		scontrol(t, "update", "PartitionName=debug", "State=DOWN")
+		t.Cleanup(func() { scontrol(t, "update", "PartitionName=debug", "State=UP") })
+		ids := h.submitJRDL(jrdlJob(`<stringElement value="true"/>`, `<jobStartBefore>PT4S</jobStartBefore>`))
+		queued := h.waitFor(ids[0], "Q in qstat", func(s events.State) bool { return s.NativeID != "" && s.NativeState == "Q" })
+		st := h.waitEnd(ids[0])
+		if st.Status != events.StatusFailed || !strings.Contains(st.Reason, "jobStartBefore: the job had not started by") ||
+			!strings.Contains(st.Reason, "queue") {
+			t.Fatalf("%s (%s); want FAILED, cancelled in the queue past its start deadline", st.Status, st.Reason)
+		}
+		waitUntil(t, "qdel to take the job out of the queue", func() bool { return squeueLine(t, queued.NativeID) == "" })
+		h.assertCleanHistory(ids[0])
+	})
+
+	t.Run("qhold while queued and qrls", func(t *testing.T) {
+		scontrol(t, "update", "PartitionName=debug", "State=DOWN")
+		t.Cleanup(func() { scontrol(t, "update", "PartitionName=debug", "State=UP") })
+		id := h.submitJSON(map[string]any{"version": 3, "executable": "/bin/true"})
+		st := h.waitFor(id, "Q in qstat", func(s events.State) bool { return s.NativeID != "" && s.NativeState == "Q" })
+		h.request(id, events.HoldRequested)
+		st = h.waitFor(id, "HELD after qhold", func(s events.State) bool { return s.Status == events.StatusHeld })
+		if line := squeueLine(t, st.NativeID); !strings.Contains(line, "JobHeld") {
+			t.Fatalf("squeue says %q of the job qhold held", line)
+		}
+		// The wrapper's qstat prints a held job as Q (real PBS: H); gridwire keeps it HELD,
+		// as a poll answered just before a hold took effect also says queued.
+		if q := qstatState(t, st.NativeID); q != "Q" && q != "H" {
+			t.Fatalf("qstat job_state %q of a held job", q)
+		}
+		scontrol(t, "update", "PartitionName=debug", "State=UP")
+		if line := squeueLine(t, st.NativeID); !strings.HasPrefix(line, "PENDING") {
+			t.Fatalf("a held job left PENDING when its partition came up: %q", line)
+		}
+		if st = h.waitFor(id, "the current state", func(events.State) bool { return true }); st.Status != events.StatusHeld {
+			t.Fatalf("state %s (%s) before the resume; want HELD", st.Status, st.Reason)
+		}
+		h.request(id, events.ResumeRequested)
+		if st = h.waitEnd(id); st.Status != events.StatusSucceeded {
+			t.Fatalf("state %s (%s)", st.Status, st.Reason)
+		}
+		names := map[events.Name]int{}
+		for _, e := range h.history(id) {
+			names[e.Name]++
+		}
+		if names[events.Held] != 1 || names[events.Resumed] != 1 {
+			t.Errorf("history counts %v; want one held and one resumed", names)
+		}
+		h.assertCleanHistory(id)
+	})
+}
