@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
-# Starts a single-node Slurm on loopback for tests and benchmarks, with its own config,
-# state, spool and log files under DIR (see /work/shared/notes/test-servers.md):
+# Starts a two-node Slurm on loopback for tests and benchmarks, with its own config,
+# state, spool and log files under DIR:
 #   scripts/start-slurm.sh DIR      then   export SLURM_CONF=DIR/slurm.conf
-# munged is started (as munge) unless one already answers. slurmctld and slurmd run as
-# root. Ports: GW_SLURMCTLD_PORT (16817) and GW_SLURMD_PORT (16818). The node is the
-# machine's hostname, which must resolve (here to 127.0.0.1). Stop with stop-slurm.sh DIR.
-# Idempotent: a Slurm already running from DIR is left as it is.
+# munged is started (as munge) unless one already answers. slurmctld and the slurmds run
+# as root. The two nodes, gw1 and gw2, are two slurmd processes on this machine (Debian's
+# Slurm is built with MULTIPLE_SLURMD: `slurmd -N NAME`), both at 127.0.0.1 on their own
+# ports, so Slurm can place the components of a heterogeneous job (`#SBATCH hetjob`) on
+# different nodes: on one node such a job stays PENDING (Resources) forever. Backfill,
+# which alone schedules heterogeneous jobs, runs every second (bf_interval=1) rather than
+# every 30 s. Ports: GW_SLURMCTLD_PORT (16817), GW_SLURMD_PORT (16818, gw1) and the next
+# one (16819, gw2). The controller is the machine's hostname, which must resolve (here to
+# 127.0.0.1). Stop with stop-slurm.sh DIR. Idempotent: a Slurm already running from DIR is
+# left as it is.
 set -euo pipefail
 
 dir="${1:?usage: start-slurm.sh DIR}"
@@ -35,13 +41,12 @@ CredType=cred/munge
 SlurmUser=root
 SlurmdUser=root
 SlurmctldPort=$ctld_port
-SlurmdPort=$slurmd_port
 StateSaveLocation=$dir/state
-SlurmdSpoolDir=$dir/spool
+SlurmdSpoolDir=$dir/spool/%n
 SlurmctldPidFile=$dir/slurmctld.pid
-SlurmdPidFile=$dir/slurmd.pid
+SlurmdPidFile=$dir/slurmd.%n.pid
 SlurmctldLogFile=$dir/slurmctld.log
-SlurmdLogFile=$dir/slurmd.log
+SlurmdLogFile=$dir/slurmd.%n.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 MpiDefault=none
@@ -55,27 +60,31 @@ AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 MaxJobCount=100000
 MinJobAge=30
-SchedulerParameters=batch_sched_delay=0
-NodeName=$host NodeAddr=127.0.0.1 CPUs=2 RealMemory=20000 State=UNKNOWN
-PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:32
+SchedulerParameters=batch_sched_delay=0,bf_interval=1
+NodeName=gw1 NodeHostname=$host NodeAddr=127.0.0.1 Port=$slurmd_port CPUs=2 RealMemory=20000 State=UNKNOWN
+NodeName=gw2 NodeHostname=$host NodeAddr=127.0.0.1 Port=$((slurmd_port + 1)) CPUs=2 RealMemory=20000 State=UNKNOWN
+PartitionName=debug Nodes=gw1,gw2 Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:32
 CONF
 
 if ! alive "$dir/slurmctld.bg.pid"; then
   slurmctld -D -c -i >>"$dir/slurmctld.out" 2>&1 &
   echo $! >"$dir/slurmctld.bg.pid"
 fi
-if ! alive "$dir/slurmd.bg.pid"; then
-  slurmd -D >>"$dir/slurmd.out" 2>&1 &
-  echo $! >"$dir/slurmd.bg.pid"
-fi
+for node in gw1 gw2; do
+  mkdir -p "$dir/spool/$node"
+  if ! alive "$dir/slurmd.$node.bg.pid"; then
+    slurmd -D -N "$node" >>"$dir/slurmd.$node.out" 2>&1 &
+    echo $! >"$dir/slurmd.$node.bg.pid"
+  fi
+done
 
 for _ in $(seq 300); do
-  if sinfo -h -o '%t' 2>/dev/null | grep -Eq '^(idle|mix|alloc)'; then
+  if [ "$(sinfo -h -N -o '%t' 2>/dev/null | grep -Ec '^(idle|mix|alloc)')" -eq 2 ]; then
     echo "slurm: up; export SLURM_CONF=$SLURM_CONF"
     exit 0
   fi
   sleep 0.1
 done
-echo "slurm: the node did not come up; logs in $dir" >&2
-tail -n 20 "$dir/slurmctld.log" "$dir/slurmd.log" >&2 || true
+echo "slurm: the nodes did not come up; logs in $dir" >&2
+tail -n 20 "$dir/slurmctld.log" "$dir"/slurmd.gw*.log >&2 || true
 exit 1

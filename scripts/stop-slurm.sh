@@ -2,7 +2,7 @@
 # Stops the Slurm (and the munged, if it started one) that start-slurm.sh DIR started.
 set -uo pipefail
 dir="${1:?usage: stop-slurm.sh DIR}"
-for f in slurmd.bg.pid slurmctld.bg.pid munged.pid; do
+for f in slurmd.gw1.bg.pid slurmd.gw2.bg.pid slurmd.bg.pid slurmctld.bg.pid munged.pid; do
   [ -f "$dir/$f" ] || continue
   pid="$(cat "$dir/$f")"
   kill "$pid" 2>/dev/null
