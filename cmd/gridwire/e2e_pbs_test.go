@@ -130,4 +130,29 @@ func TestE2EPBSWrappers(t *testing.T) {
 		}
 		h.assertCleanHistory(id)
 	})
+
+	// qsub gets one -l select=1:ncpus=N,walltime=H:M:S: the wrapper keeps only the last -l
+	// and turns the walltime into Slurm's minutes (rounded up) and select/ncpus into -N/--mincpus.
+	// jobStartTime (qsub -a [[CC]YY]MMDDhhmm[.SS]) is not run here: the wrapper hands
+	// -a to sbatch --begin unchanged, which refuses PBS's format.
+	t.Run("jobDuration as qsub's walltime, and ended when overrun", func(t *testing.T) {
+		scontrol(t, "update", "PartitionName=debug", "State=DOWN")
+		t.Cleanup(func() { scontrol(t, "update", "PartitionName=debug", "State=UP") })
+		ids := h.submitJRDL(jrdlJob(`<stringElement value="true"/>`, `<count><integer value="2"/></count><jobDuration>PT90S</jobDuration>`))
+		st := h.waitFor(ids[0], "queued by qsub", func(s events.State) bool { return s.NativeID != "" })
+		out, _ := exec.Command("squeue", "-h", "-j", st.NativeID, "-o", "%l %D %c").Output()
+		if got := strings.TrimSpace(string(out)); got != "2:00 1 2" {
+			t.Errorf("squeue time limit, nodes, minimum CPUs per node %q; want 2:00 1 2 from -l select=1:ncpus=2,walltime=0:1:30", got)
+		}
+		h.request(ids[0], events.CancelRequested)
+		if st = h.waitEnd(ids[0]); st.Status != events.StatusCancelled {
+			t.Fatalf("state %s (%s)", st.Status, st.Reason)
+		}
+		scontrol(t, "update", "PartitionName=debug", "State=UP")
+		ids = h.submitJRDL(jrdlJob(`<stringElement value="sleep 300"/>`, `<jobDuration>PT2S</jobDuration>`))
+		if st = h.waitEnd(ids[0]); st.Status != events.StatusFailed || !strings.Contains(st.Reason, "jobDuration PT2S: still running after 2 s, so it was ended") {
+			t.Errorf("overrunning job: %s (%s)", st.Status, st.Reason)
+		}
+		waitUntil(t, "qdel to take the overrunning job out of the queue", func() bool { return squeueLine(t, st.NativeID) == "" })
+	})
 }
