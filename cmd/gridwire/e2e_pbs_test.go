@@ -43,8 +43,9 @@ func qstatState(t *testing.T, id string) string {
 }
 
 // Jobs submitted through the shipped PBS profile run to completion with their output and
-// exit code, are cancelled with qdel, and a jobStartBefore passes in the queue, on Slurm
-// through its Torque wrappers.
+// exit code, are cancelled with qdel, held with qhold and released with qrls, get their
+// walltime and CPUs, are cancelled in the queue past a jobStartBefore, and act as JRDL
+// groups and co-allocated subjobs, on Slurm through its Torque wrappers.
 func TestE2EPBSWrappers(t *testing.T) {
 	files := t.TempDir()
 	h := newHarnessWith(t, withFileRoot(t, cluster.Config{Clusters: []cluster.Cluster{pbsCluster(t)}}, files))
