@@ -24,21 +24,25 @@ const (
 // for a batched status call). The JOB script of a group's child also sets GW_PARENT_ID,
 // the parent record's (the session's) ID.
 const (
-	ScriptJob       = "JOB"
-	ScriptStart     = "START"
-	ScriptAbort     = "ABORT"
-	ScriptHold      = "HOLD"
-	ScriptResume    = "RESUME"
-	ScriptStatus    = "GET_JOB_STATUS"
-	ScriptPrologue  = "JOB_PROLOGUE"
-	ScriptEpilogue  = "JOB_EPILOGUE"
-	ScriptDelete    = "DELETE"
-	ScriptList      = "LIST"
-	VarJobID        = "GW_JOB_ID"
-	VarWorkDir      = "GW_WORKDIR"
-	VarParentID     = "GW_PARENT_ID"
-	VarNativeID     = "GW_NATIVE_ID"
-	VarNativeIDList = "GW_NATIVE_IDS"
+	ScriptJob   = "JOB"
+	ScriptStart = "START"
+	// ScriptStartComponent is a batch profile's options of one component of a
+	// heterogeneous job (START_HETJOB_COMPONENT): co-allocated subjobs on one cluster
+	// whose profile has it are submitted together as one job.
+	ScriptStartComponent = "START_HETJOB_COMPONENT"
+	ScriptAbort          = "ABORT"
+	ScriptHold           = "HOLD"
+	ScriptResume         = "RESUME"
+	ScriptStatus         = "GET_JOB_STATUS"
+	ScriptPrologue       = "JOB_PROLOGUE"
+	ScriptEpilogue       = "JOB_EPILOGUE"
+	ScriptDelete         = "DELETE"
+	ScriptList           = "LIST"
+	VarJobID             = "GW_JOB_ID"
+	VarWorkDir           = "GW_WORKDIR"
+	VarParentID          = "GW_PARENT_ID"
+	VarNativeID          = "GW_NATIVE_ID"
+	VarNativeIDList      = "GW_NATIVE_IDS"
 	// VarPropertyURL and VarPropertyToken are what a DDS task that declares properties
 	// is given in its environment (never on a command line): the address of the
 	// gateway's task-side API as the task's host reaches it, and the task's credential.

@@ -55,15 +55,19 @@ type staticScript struct {
 
 // controlScripts are the profile templates rendered for every job besides JOB, by the
 // script name the executor and watcher use.
-var controlScripts = []struct{ name, template, variation string }{
-	{events.ScriptStart, "START", ""},
-	{events.ScriptAbort, "ABORT", ""},
-	{events.ScriptHold, "HOLD", ""},
-	{events.ScriptResume, "RESUME", ""},
-	{events.ScriptStatus, "GET_JOB_STATUS", ""},
-	{events.ScriptDelete, "DELETE", ""},
-	{events.ScriptList + ":FILE", "LIST", "FILE"},
-	{events.ScriptList + ":DIR", "LIST", "DIR"},
+var controlScripts = []struct {
+	name, template, variation string
+	optional                  bool // rendered only by profiles that define it
+}{
+	{events.ScriptStart, "START", "", false},
+	{events.ScriptStartComponent, "START_HETJOB_COMPONENT", "", true},
+	{events.ScriptAbort, "ABORT", "", false},
+	{events.ScriptHold, "HOLD", "", false},
+	{events.ScriptResume, "RESUME", "", false},
+	{events.ScriptStatus, "GET_JOB_STATUS", "", false},
+	{events.ScriptDelete, "DELETE", "", false},
+	{events.ScriptList + ":FILE", "LIST", "FILE", false},
+	{events.ScriptList + ":DIR", "LIST", "DIR", false},
 }
 
 // NewPlanner checks that every cluster's profile exists in the set and is complete, and

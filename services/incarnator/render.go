@@ -229,6 +229,9 @@ func (t *target) prepare() error {
 	t.statics = map[string]staticScript{}
 	t.fixed = map[string]events.Script{}
 	for _, cs := range controlScripts {
+		if cs.optional && t.prof.Template(cs.template) == nil {
+			continue
+		}
 		inv := t.prof.Template(cs.template).Invocation(cs.variation)
 		if inv.Static == nil {
 			continue
@@ -243,6 +246,9 @@ func (t *target) prepare() error {
 		return err
 	}
 	for _, cs := range controlScripts {
+		if cs.optional && t.prof.Template(cs.template) == nil {
+			continue
+		}
 		c := &renderCtx{t: t}
 		body, err := c.control(cs.template, cs.variation)
 		if err != nil && !c.jobDependent {
@@ -332,6 +338,9 @@ func (t *target) render(job *events.Job, attempt int, setHash string) (events.In
 	}
 	inc.Scripts[events.ScriptJob] = script(string(body))
 	for _, cs := range controlScripts {
+		if cs.optional && t.prof.Template(cs.template) == nil {
+			continue
+		}
 		if s, ok := t.fixed[cs.name]; ok {
 			inc.Scripts[cs.name] = s
 			continue
