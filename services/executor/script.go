@@ -70,11 +70,19 @@ const (
 
 // Start implements Target.
 func (s *ScriptTarget) Start(ctx context.Context, st events.State) (events.StartedData, error) {
+	if st.Incarnation == nil {
+		return events.StartedData{}, fmt.Errorf("job %s has no absolute working directory", st.JobID)
+	}
+	return s.start(ctx, st, st.Incarnation.Scripts[events.ScriptStart].Body)
+}
+
+// start starts the job with startBody for its START.
+func (s *ScriptTarget) start(ctx context.Context, st events.State, startBody string) (events.StartedData, error) {
 	inc := st.Incarnation
 	if inc == nil || !strings.HasPrefix(inc.WorkDir, "/") {
 		return events.StartedData{}, fmt.Errorf("job %s has no absolute working directory", st.JobID)
 	}
-	start, ok := inc.Scripts[events.ScriptStart]
+	start, ok := events.Script{Body: startBody}, startBody != ""
 	jobScript, okJob := inc.Scripts[events.ScriptJob]
 	if !ok || !okJob || start.Body == "" || jobScript.Body == "" {
 		return events.StartedData{}, fmt.Errorf("job %s lacks its %s or %s script", st.JobID, events.ScriptStart, events.ScriptJob)

@@ -253,6 +253,9 @@ func (x *executor) handle(ctx context.Context, d events.Delivery) error {
 			_, err := x.deps.Store.DecideFrom(ctx, st, x.cancelBeforeStart)
 			return err
 		}
+		if handled, err := x.startInGroup(ctx, st); handled || err != nil {
+			return err
+		}
 	}
 	run, err := x.target.Start(ctx, st)
 	if err != nil {
