@@ -288,6 +288,80 @@ func TestE2ESlurm(t *testing.T) {
 			t.Fatalf("parent %s, want FAILED", p.Status)
 		}
 	})
+
+	t.Run("co-allocated subjobs as one heterogeneous job", func(t *testing.T) { checkHetjob(t, h) })
+}
+
+// jrdlHetjob is one job of two co-allocated subjobs that print their name, then wait
+// for a release file in their working directory and exit with its content.
+func jrdlHetjob() string {
+	sub := func(name string) string {
+		return `    <subjob>
+      <arguments><stringArray><string><stringElement value="-c"/></string>
+        <string><stringElement value="echo from ` + name + `; while [ ! -s release ]; do sleep 0.02; done; exit &quot;$(cat release)&quot;"/></string></stringArray></arguments>
+    </subjob>
+`
+	}
+	return "<jrdl>\n  <job>\n    <executable><path><stringElement value=\"/bin/sh\"/></path></executable>\n" +
+		sub("a") + sub("b") + "  </job>\n</jrdl>\n"
+}
+
+// checkHetjob: two co-allocated subjobs on the Slurm cluster run as one heterogeneous
+// job (components LEADER+0 and LEADER+1, as squeue names them), each with its own
+// output; when one component fails, the other is ended and the job fails.
+func checkHetjob(t *testing.T, h *harness) {
+	t.Helper()
+	run := func() (ids []string, leader string) {
+		ids = h.submitJRDL(jrdlHetjob())
+		var native []string
+		for _, id := range ids[1:] {
+			st := h.waitFor(id, "RUNNING in Slurm", func(s events.State) bool { return s.Status == events.StatusRunning && s.NativeState == "RUNNING" })
+			native = append(native, st.NativeID)
+		}
+		leader, _, _ = strings.Cut(native[0], "+")
+		if native[0] != leader+"+0" || native[1] != leader+"+1" {
+			t.Fatalf("native IDs %v; want the components LEADER+0 and LEADER+1 of one job", native)
+		}
+		out, err := exec.Command("squeue", "-h", "-j", leader, "-o", "%i %T").Output()
+		if err != nil || !strings.Contains(string(out), leader+"+0 RUNNING") || !strings.Contains(string(out), leader+"+1 RUNNING") {
+			t.Fatalf("squeue -j %s: %q (%v); want both components running", leader, out, err)
+		}
+		return ids, leader
+	}
+
+	ids, _ := run()
+	h.release(ids[1], "0")
+	h.release(ids[2], "0")
+	for i, id := range ids[1:] {
+		st := h.waitEnd(id)
+		if st.Status != events.StatusSucceeded {
+			t.Fatalf("subjob %s %s (%s), want SUCCEEDED", id, st.Status, st.Reason)
+		}
+		want := "from " + string(rune('a'+i)) + "\n"
+		if out, _ := os.ReadFile(filepath.Join(st.Incarnation.WorkDir, events.StdoutFile)); string(out) != want {
+			t.Errorf("subjob %s stdout %q, want %q", id, out, want)
+		}
+		h.assertCleanHistory(id)
+	}
+	if p := h.waitEnd(ids[0]); p.Status != events.StatusSucceeded {
+		t.Fatalf("parent %s (%s), want SUCCEEDED", p.Status, p.Reason)
+	}
+
+	ids, leader := run()
+	h.release(ids[2], "3")
+	if st := h.waitEnd(ids[2]); st.Status != events.StatusFailed || st.ExitCode == nil || *st.ExitCode != 3 {
+		t.Fatalf("failing component %s exit %v (%s), want FAILED with 3", st.Status, st.ExitCode, st.Reason)
+	}
+	if st := h.waitEnd(ids[1]); st.Status != events.StatusCancelled || !strings.Contains(st.Reason, "co-allocated subjob "+ids[2]) {
+		t.Fatalf("other component %s %q, want CANCELLED naming subjob %s", st.Status, st.Reason, ids[2])
+	}
+	waitUntil(t, "scancel to end the heterogeneous job", func() bool {
+		out, _ := exec.Command("squeue", "-h", "-j", leader, "-t", "PENDING,RUNNING", "-o", "%i").Output()
+		return strings.TrimSpace(string(out)) == ""
+	})
+	if p := h.waitEnd(ids[0]); p.Status != events.StatusFailed {
+		t.Fatalf("parent %s, want FAILED", p.Status)
+	}
 }
 
 // waitUntil polls cond; the bound only keeps a broken test from hanging.

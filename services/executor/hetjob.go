@@ -28,10 +28,11 @@ import (
 //
 // The job's script (hetBatchScript) runs each subjob's JOB script in its component with
 // srun --het-group=N, in the subjob's working directory, in the background, and waits
-// for them. A component whose JOB script leaves an exit status other than 0 (or none)
-// cancels the whole job: Slurm reports a component RUNNING until every component of the
-// job has ended, so gridwire would otherwise not see it end before the others, and the
-// co-allocation's abort-on-failure policy would wait on the longest sibling.
+// for them. Each JOB script writes its own exit status file, which is what the watcher
+// goes by (Slurm reports every component RUNNING until all of them have ended): a
+// subjob that ends is seen to end at once, and the co-allocation policy applies as to
+// any co-allocated subjobs (by default a failing one has its siblings aborted, and the
+// ABORT of any component cancels the whole job).
 
 // hetStarter is a Target that can submit a group of co-allocated subjobs as one job.
 type hetStarter interface {
@@ -207,15 +208,14 @@ func hetStart(members []events.State) (string, error) {
 	return b.String(), nil
 }
 
-// hetBatchScript is the heterogeneous job's script: component N runs the JOB script
-// of the subjob in wd[N] there; one that leaves no exit status of 0 cancels the job.
+// hetBatchScript is the heterogeneous job's script: component N runs the JOB script of
+// the subjob in wd[N] there.
 func hetBatchScript(wd []string) string {
 	var b strings.Builder
 	b.WriteString("#!/bin/sh\n# gridwire: one component per co-allocated subjob\n")
-	b.WriteString("gw_end() { [ \"$(cat \"$1\" 2>/dev/null)\" = 0 ] || scancel \"$SLURM_JOB_ID\"; }\n")
 	for i, w := range wd {
-		b.WriteString("{ srun --het-group=" + strconv.Itoa(i) + " --ntasks=1 --chdir=" + shellquote.Quote(w) + " /bin/sh " +
-			shellquote.Quote(w+"/"+events.ScriptFile) + "; gw_end " + shellquote.Quote(w+"/"+events.ExitFile) + "; } &\n")
+		b.WriteString("srun --het-group=" + strconv.Itoa(i) + " --ntasks=1 --chdir=" + shellquote.Quote(w) + " /bin/sh " +
+			shellquote.Quote(w+"/"+events.ScriptFile) + " &\n")
 	}
 	b.WriteString("wait\n")
 	return b.String()
