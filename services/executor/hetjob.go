@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -106,7 +107,7 @@ func (x *executor) startInGroup(ctx context.Context, st events.State) (handled b
 func (x *executor) awaitComponent(ctx context.Context, st events.State, leader string, f RunFinder) error {
 	for {
 		run, found, err := f.FindRun(ctx, st)
-		if err != nil && err != errStartInProgress {
+		if err != nil && !errors.Is(err, errStartInProgress) {
 			return fmt.Errorf("looking for the component of job %s in the heterogeneous job of %s: %w", st.JobID, leader, err)
 		}
 		if found {
