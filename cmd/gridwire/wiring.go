@@ -499,7 +499,11 @@ func (s *system) propertyAPI(ctx context.Context) (*executor.Properties, error) 
 // with, kept in the bus.
 func (s *system) taskCredentials(ctx context.Context) (taskcred.Key, error) {
 	if s.taskKey == nil {
-		key, err := taskcred.Open(ctx, s.bus.JS, s.replicas)
+		// As every bucket at start: a cluster still electing its leaders (a cold
+		// restart) is waited for, not a reason to stop.
+		key, err := events.Ensure(ctx, func(ctx context.Context) (taskcred.Key, error) {
+			return taskcred.Open(ctx, s.bus.JS, s.replicas)
+		})
 		if err != nil {
 			return key, err
 		}
