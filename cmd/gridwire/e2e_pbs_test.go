@@ -50,35 +50,8 @@ func TestE2EPBSWrappers(t *testing.T) {
 	files := t.TempDir()
 	h := newHarnessWith(t, withFileRoot(t, cluster.Config{Clusters: []cluster.Cluster{pbsCluster(t)}}, files))
 
-	t.Run("completion", func(t *testing.T) {
-		id := h.submitJSON(map[string]any{"version": 3, "executable": "/bin/sh", "arguments": []string{"-c", "echo from pbs; exit 0"}})
-		st := h.waitEnd(id)
-		if st.Status != events.StatusSucceeded {
-			t.Fatalf("state %s (%s)", st.Status, st.Reason)
-		}
-		if out, _ := os.ReadFile(filepath.Join(st.Incarnation.WorkDir, events.StdoutFile)); string(out) != "from pbs\n" {
-			t.Errorf("stdout %q", out)
-		}
-		if run := h.started(id); run.Running || run.NativeID == "" || run.NativeID != st.NativeID {
-			t.Errorf("started %+v; want a queued job ID from qsub", run)
-		}
-		failed := h.submitJSON(map[string]any{"version": 3, "executable": "/bin/sh", "arguments": []string{"-c", "exit 3"}})
-		if st := h.waitEnd(failed); st.Status != events.StatusFailed || st.ExitCode == nil || *st.ExitCode != 3 {
-			t.Errorf("state %s exit %v; want FAILED with the exit status file's 3", st.Status, st.ExitCode)
-		}
-		h.assertCleanHistory(id)
-	})
-
-	t.Run("qdel of a running job", func(t *testing.T) {
-		id := h.submitJSON(gatedIn())
-		st := h.waitFor(id, "R in qstat", func(s events.State) bool { return s.Status == events.StatusRunning && s.NativeState == "R" })
-		h.request(id, events.CancelRequested)
-		if st = h.waitEnd(id); st.Status != events.StatusCancelled {
-			t.Fatalf("state %s (%s)", st.Status, st.Reason)
-		}
-		waitUntil(t, "qdel to take the job out of the queue", func() bool { return squeueLine(t, st.NativeID) == "" })
-		h.assertCleanHistory(id)
-	})
+	t.Run("completion", func(t *testing.T) { checkBatchCompletion(t, h, "pbs") })
+	t.Run("qdel of a running job", func(t *testing.T) { checkBatchCancel(t, h, "R") })
 
 	t.Run("JRDL directory, staging and cleanup", func(t *testing.T) { checkJRDLDirectory(t, h, files) })
 

@@ -174,41 +174,48 @@ func squeueLine(t *testing.T, id string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// checkBatchCompletion: a job on the harness's batch cluster runs to completion with its
+// output, its queued native ID recorded, and a failing one arrives with its exit code.
+func checkBatchCompletion(t *testing.T, h *harness, lrms string) {
+	id := h.submitJSON(map[string]any{"version": 3, "executable": "/bin/sh", "arguments": []string{"-c", "echo from " + lrms + "; exit 0"}})
+	st := h.waitEnd(id)
+	if st.Status != events.StatusSucceeded {
+		t.Fatalf("state %s (%s)", st.Status, st.Reason)
+	}
+	if out, _ := os.ReadFile(filepath.Join(st.Incarnation.WorkDir, events.StdoutFile)); string(out) != "from "+lrms+"\n" {
+		t.Errorf("stdout %q", out)
+	}
+	if run := h.started(id); run.Running || run.NativeID == "" || run.NativeID != st.NativeID {
+		t.Errorf("started %+v; want a queued job ID from the batch system", run)
+	}
+	failed := h.submitJSON(map[string]any{"version": 3, "executable": "/bin/sh", "arguments": []string{"-c", "exit 3"}})
+	if st := h.waitEnd(failed); st.Status != events.StatusFailed || st.ExitCode == nil || *st.ExitCode != 3 {
+		t.Errorf("state %s exit %v; want FAILED with the exit status file's 3", st.Status, st.ExitCode)
+	}
+	h.assertCleanHistory(id)
+}
+
+// checkBatchCancel: a running job (the batch system says running) is cancelled through
+// the profile's ABORT, and leaves Slurm's queue (both batch profiles run on Slurm here).
+func checkBatchCancel(t *testing.T, h *harness, running string) {
+	id := h.submitJSON(gatedIn())
+	st := h.waitFor(id, running+" in the batch system", func(s events.State) bool { return s.Status == events.StatusRunning && s.NativeState == running })
+	h.request(id, events.CancelRequested)
+	if st = h.waitEnd(id); st.Status != events.StatusCancelled {
+		t.Fatalf("state %s (%s)", st.Status, st.Reason)
+	}
+	waitUntil(t, "the job to leave the queue", func() bool { return squeueLine(t, st.NativeID) == "" })
+	h.assertCleanHistory(id)
+}
+
 // Jobs submitted through the slurm profile run to completion, are cancelled, and are
 // held and released, on a real Slurm.
 func TestE2ESlurm(t *testing.T) {
 	files := t.TempDir()
 	h := newHarnessWith(t, withFileRoot(t, cluster.Config{Clusters: []cluster.Cluster{slurmCluster(t)}}, files))
 
-	t.Run("completion", func(t *testing.T) {
-		id := h.submitJSON(map[string]any{"version": 3, "executable": "/bin/sh", "arguments": []string{"-c", "echo from slurm; exit 0"}})
-		st := h.waitEnd(id)
-		if st.Status != events.StatusSucceeded {
-			t.Fatalf("state %s (%s)", st.Status, st.Reason)
-		}
-		if out, _ := os.ReadFile(filepath.Join(st.Incarnation.WorkDir, events.StdoutFile)); string(out) != "from slurm\n" {
-			t.Errorf("stdout %q", out)
-		}
-		if run := h.started(id); run.Running || run.NativeID == "" || run.NativeID != st.NativeID {
-			t.Errorf("started %+v; want a queued Slurm job ID", run)
-		}
-		failed := h.submitJSON(map[string]any{"version": 3, "executable": "/bin/sh", "arguments": []string{"-c", "exit 3"}})
-		if st := h.waitEnd(failed); st.Status != events.StatusFailed || st.ExitCode == nil || *st.ExitCode != 3 {
-			t.Errorf("state %s exit %v; want FAILED with the exit status file's 3", st.Status, st.ExitCode)
-		}
-		h.assertCleanHistory(id)
-	})
-
-	t.Run("cancel", func(t *testing.T) {
-		id := h.submitJSON(gatedIn())
-		st := h.waitFor(id, "RUNNING in Slurm", func(s events.State) bool { return s.Status == events.StatusRunning && s.NativeState == "RUNNING" })
-		h.request(id, events.CancelRequested)
-		if st = h.waitEnd(id); st.Status != events.StatusCancelled {
-			t.Fatalf("state %s (%s)", st.Status, st.Reason)
-		}
-		waitUntil(t, "scancel to take the job out of the queue", func() bool { return squeueLine(t, st.NativeID) == "" })
-		h.assertCleanHistory(id)
-	})
+	t.Run("completion", func(t *testing.T) { checkBatchCompletion(t, h, "slurm") })
+	t.Run("cancel", func(t *testing.T) { checkBatchCancel(t, h, "RUNNING") })
 
 	t.Run("hold and release", func(t *testing.T) {
 		scontrol(t, "update", "PartitionName=debug", "State=DOWN")
