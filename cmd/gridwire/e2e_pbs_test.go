@@ -143,36 +143,7 @@ func TestE2EPBSWrappers(t *testing.T) {
 		}
 	})
 
-	t.Run("group cancel", func(t *testing.T) {
-		ids := h.submitJRDL(jrdlTwoSleepers)
-		for _, id := range ids[1:] {
-			h.waitFor(id, "R in qstat", func(s events.State) bool { return s.Status == events.StatusRunning && s.NativeState == "R" })
-		}
-		h.request(ids[0], events.CancelRequested)
-		for _, id := range ids[1:] {
-			st := h.waitEnd(id)
-			if st.Status != events.StatusCancelled {
-				t.Fatalf("child %s %s (%s), want CANCELLED", id, st.Status, st.Reason)
-			}
-			waitUntil(t, "qdel to take the child out of the queue", func() bool { return squeueLine(t, st.NativeID) == "" })
-		}
-		if st := h.waitEnd(ids[0]); st.Status != events.StatusCancelled || st.Group == nil || st.Group.Counts[events.StatusCancelled] != 2 {
-			t.Fatalf("parent %s %+v, want CANCELLED with 2 children CANCELLED", st.Status, st.Group)
-		}
-	})
+	t.Run("group cancel", func(t *testing.T) { checkBatchGroupCancel(t, h, "R") })
 
-	t.Run("co-allocated subjobs", func(t *testing.T) {
-		ids := h.submitJRDL(jrdlCoallocated)
-		if st := h.waitEnd(ids[2]); st.Status != events.StatusFailed {
-			t.Fatalf("failing subjob %s (%s), want FAILED", st.Status, st.Reason)
-		}
-		st := h.waitEnd(ids[1])
-		if st.Status != events.StatusCancelled || !strings.Contains(st.Reason, "co-allocated subjob "+ids[2]) || st.NativeID == "" {
-			t.Fatalf("sleeping subjob %s %q native %q, want started through qsub and CANCELLED naming its sibling", st.Status, st.Reason, st.NativeID)
-		}
-		waitUntil(t, "qdel to take the sibling out of the queue", func() bool { return squeueLine(t, st.NativeID) == "" })
-		if p := h.waitEnd(ids[0]); p.Status != events.StatusFailed {
-			t.Fatalf("parent %s, want FAILED", p.Status)
-		}
-	})
+	t.Run("co-allocated subjobs", func(t *testing.T) { checkBatchCoallocated(t, h) })
 }

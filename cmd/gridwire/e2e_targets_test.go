@@ -208,6 +208,44 @@ func checkBatchCancel(t *testing.T, h *harness, running string) {
 	h.assertCleanHistory(id)
 }
 
+// checkBatchGroupCancel: cancel on a JRDL document's parent cancels its two running
+// children, each leaves the queue, and the parent ends CANCELLED with their counts.
+func checkBatchGroupCancel(t *testing.T, h *harness, running string) {
+	ids := h.submitJRDL(jrdlTwoSleepers)
+	for _, id := range ids[1:] {
+		h.waitFor(id, running+" in the batch system", func(s events.State) bool { return s.Status == events.StatusRunning && s.NativeState == running })
+	}
+	h.request(ids[0], events.CancelRequested)
+	for _, id := range ids[1:] {
+		st := h.waitEnd(id)
+		if st.Status != events.StatusCancelled {
+			t.Fatalf("child %s %s (%s), want CANCELLED", id, st.Status, st.Reason)
+		}
+		waitUntil(t, "the child to leave the queue", func() bool { return squeueLine(t, st.NativeID) == "" })
+	}
+	if st := h.waitEnd(ids[0]); st.Status != events.StatusCancelled || st.Group == nil || st.Group.Counts[events.StatusCancelled] != 2 {
+		t.Fatalf("parent %s %+v, want CANCELLED with 2 children CANCELLED", st.Status, st.Group)
+	}
+}
+
+// checkBatchCoallocated: of two co-allocated subjobs, the failing one ends FAILED, the
+// sleeping one, started in the batch system, is CANCELLED naming it and leaves the queue,
+// and the parent FAILS.
+func checkBatchCoallocated(t *testing.T, h *harness) {
+	ids := h.submitJRDL(jrdlCoallocated)
+	if st := h.waitEnd(ids[2]); st.Status != events.StatusFailed {
+		t.Fatalf("failing subjob %s (%s), want FAILED", st.Status, st.Reason)
+	}
+	st := h.waitEnd(ids[1])
+	if st.Status != events.StatusCancelled || !strings.Contains(st.Reason, "co-allocated subjob "+ids[2]) || st.NativeID == "" {
+		t.Fatalf("sleeping subjob %s %q native %q, want started in the batch system and CANCELLED naming its sibling", st.Status, st.Reason, st.NativeID)
+	}
+	waitUntil(t, "the sibling to leave the queue", func() bool { return squeueLine(t, st.NativeID) == "" })
+	if p := h.waitEnd(ids[0]); p.Status != events.StatusFailed {
+		t.Fatalf("parent %s, want FAILED", p.Status)
+	}
+}
+
 // Jobs submitted through the slurm profile run to completion, are cancelled, and are
 // held and released, on a real Slurm.
 func TestE2ESlurm(t *testing.T) {
@@ -263,38 +301,9 @@ func TestE2ESlurm(t *testing.T) {
 		h.assertCleanHistory(ids[0])
 	})
 
-	t.Run("group cancel", func(t *testing.T) {
-		ids := h.submitJRDL(jrdlTwoSleepers)
-		for _, id := range ids[1:] {
-			h.waitFor(id, "RUNNING in Slurm", func(s events.State) bool { return s.Status == events.StatusRunning && s.NativeState == "RUNNING" })
-		}
-		h.request(ids[0], events.CancelRequested)
-		for _, id := range ids[1:] {
-			st := h.waitEnd(id)
-			if st.Status != events.StatusCancelled {
-				t.Fatalf("child %s %s (%s), want CANCELLED", id, st.Status, st.Reason)
-			}
-			waitUntil(t, "scancel to take the child out of the queue", func() bool { return squeueLine(t, st.NativeID) == "" })
-		}
-		if st := h.waitEnd(ids[0]); st.Status != events.StatusCancelled || st.Group == nil || st.Group.Counts[events.StatusCancelled] != 2 {
-			t.Fatalf("parent %s %+v, want CANCELLED with 2 children CANCELLED", st.Status, st.Group)
-		}
-	})
+	t.Run("group cancel", func(t *testing.T) { checkBatchGroupCancel(t, h, "RUNNING") })
 
-	t.Run("co-allocated subjobs", func(t *testing.T) {
-		ids := h.submitJRDL(jrdlCoallocated)
-		if st := h.waitEnd(ids[2]); st.Status != events.StatusFailed {
-			t.Fatalf("failing subjob %s (%s), want FAILED", st.Status, st.Reason)
-		}
-		st := h.waitEnd(ids[1])
-		if st.Status != events.StatusCancelled || !strings.Contains(st.Reason, "co-allocated subjob "+ids[2]) || st.NativeID == "" {
-			t.Fatalf("sleeping subjob %s %q native %q, want started in Slurm and CANCELLED naming its sibling", st.Status, st.Reason, st.NativeID)
-		}
-		waitUntil(t, "scancel to take the sibling out of the queue", func() bool { return squeueLine(t, st.NativeID) == "" })
-		if p := h.waitEnd(ids[0]); p.Status != events.StatusFailed {
-			t.Fatalf("parent %s, want FAILED", p.Status)
-		}
-	})
+	t.Run("co-allocated subjobs", func(t *testing.T) { checkBatchCoallocated(t, h) })
 
 	t.Run("co-allocated subjobs as one heterogeneous job", func(t *testing.T) { checkHetjob(t, h) })
 }

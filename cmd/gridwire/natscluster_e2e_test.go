@@ -603,22 +603,15 @@ func TestE2ENATSClusterFaults(t *testing.T) {
 		defer close(submitted)
 		pace := faultFor / time.Duration(jobs)
 		for i := range jobs {
-			for attempt := 0; ; attempt++ {
-				// A retry after a lost answer carries the same key: it may have landed.
-				got, err := g.submit(jobDoc(i), fmt.Sprintf("r4-%d", i))
-				if err == nil {
-					mu.Lock()
-					ids, acks = append(ids, got...), append(acks, time.Now())
-					retries += attempt
-					mu.Unlock()
-					break
-				}
-				if attempt > 600 {
-					t.Errorf("job %d: no acknowledgement after %d tries: %v", i, attempt, err)
-					return
-				}
-				time.Sleep(100 * time.Millisecond)
+			got, attempt, err := submitUntilAcked(func() ([]string, error) { return g.submit(jobDoc(i), fmt.Sprintf("r4-%d", i)) })
+			if err != nil {
+				t.Errorf("job %d: no acknowledgement after %d tries: %v", i, attempt, err)
+				return
 			}
+			mu.Lock()
+			ids, acks = append(ids, got...), append(acks, time.Now())
+			retries += attempt
+			mu.Unlock()
 			time.Sleep(pace)
 		}
 	}()
@@ -960,20 +953,14 @@ func TestE2EGatewayKills(t *testing.T) {
 	go func() {
 		defer close(done)
 		for i := range jobs {
-			for attempt := 0; ; attempt++ {
-				got, err := current().submit(jobDoc(i), fmt.Sprintf("r2-%d", i))
-				if err == nil {
-					mu.Lock()
-					ids, retries = append(ids, got...), retries+attempt
-					mu.Unlock()
-					break
-				}
-				if attempt > 600 {
-					t.Errorf("job %d: no acknowledgement after %d tries: %v", i, attempt, err)
-					return
-				}
-				time.Sleep(100 * time.Millisecond)
+			got, attempt, err := submitUntilAcked(func() ([]string, error) { return current().submit(jobDoc(i), fmt.Sprintf("r2-%d", i)) })
+			if err != nil {
+				t.Errorf("job %d: no acknowledgement after %d tries: %v", i, attempt, err)
+				return
 			}
+			mu.Lock()
+			ids, retries = append(ids, got...), retries+attempt
+			mu.Unlock()
 		}
 	}()
 	for k := 0; k < kills; k++ {
@@ -1124,20 +1111,14 @@ authorization { user: gateway, password: $GRIDWIRE_NATS_PW_GATEWAY }
 	go func() {
 		defer close(done)
 		for i := range jobs {
-			for attempt := 0; ; attempt++ {
-				got, err := g.submit(jobDoc(i), fmt.Sprintf("r3-%d", i))
-				if err == nil {
-					mu.Lock()
-					ids, retries = append(ids, got...), retries+attempt
-					mu.Unlock()
-					break
-				}
-				if attempt > 600 {
-					t.Errorf("job %d: no acknowledgement after %d tries: %v", i, attempt, err)
-					return
-				}
-				time.Sleep(100 * time.Millisecond)
+			got, attempt, err := submitUntilAcked(func() ([]string, error) { return g.submit(jobDoc(i), fmt.Sprintf("r3-%d", i)) })
+			if err != nil {
+				t.Errorf("job %d: no acknowledgement after %d tries: %v", i, attempt, err)
+				return
 			}
+			mu.Lock()
+			ids, retries = append(ids, got...), retries+attempt
+			mu.Unlock()
 			time.Sleep(50 * time.Millisecond)
 		}
 	}()
@@ -1178,5 +1159,22 @@ authorization { user: gateway, password: $GRIDWIRE_NATS_PW_GATEWAY }
 		kills, len(acked), retries, failed, stuck, strings.TrimSpace(string(tail(out, 300))))
 	if len(acked) != jobs || stuck > 0 || failed > 0 {
 		t.Errorf("%d of %d acknowledged, %d stuck, %d failed", len(acked), jobs, stuck, failed)
+	}
+}
+
+// submitUntilAcked calls submit every 100 ms until it is acknowledged, as a client does
+// after a lost answer: a retry carries the same idempotency key, since the lost one may
+// have landed. It returns the job IDs and how many retries it took, or the last error
+// after 600 retries.
+func submitUntilAcked(submit func() ([]string, error)) ([]string, int, error) {
+	for attempt := 0; ; attempt++ {
+		got, err := submit()
+		if err == nil {
+			return got, attempt, nil
+		}
+		if attempt > 600 {
+			return nil, attempt, err
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
