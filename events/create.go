@@ -34,7 +34,14 @@ func (s *Store) createWindow(ctx context.Context, evs []Event, seqs []uint64, er
 			e.Source = s.source
 		}
 		e.PrevHash, e.PrevSeq = "", 0
-		body, err := s.seal(e)
+	}
+	s.signAll(evs, errs)
+	for i := range evs {
+		if errs[i] != nil {
+			continue
+		}
+		e := &evs[i]
+		body, err := e.Encode()
 		if err != nil {
 			errs[i] = err
 			continue
@@ -64,6 +71,39 @@ func (s *Store) createWindow(ctx context.Context, evs []Event, seqs []uint64, er
 		}
 		if errs[i] != nil {
 			errs[i] = fmt.Errorf("appending %s to job %s: %w", evs[i].Name, evs[i].JobID, errs[i])
+		}
+	}
+}
+
+// signAll signs a window's complete events with the store's key, when it has one: one
+// batch signature for many events (SigningKey.SignAll) instead of one signature each.
+// An event the key's role may not write is refused (errs[i]) and left out of the batch.
+func (s *Store) signAll(evs []Event, errs []error) {
+	if s.key == nil {
+		return
+	}
+	var refused []int
+	for i := range evs {
+		if err := s.key.grant.May(evs[i], State{}); err != nil {
+			errs[i] = fmt.Errorf("appending %s to job %s: %w", evs[i].Name, evs[i].JobID, err)
+			refused = append(refused, i)
+		}
+	}
+	if len(refused) == 0 {
+		s.key.SignAll(evs)
+		return
+	}
+	mayWrite := make([]Event, 0, len(evs)-len(refused))
+	for i := range evs {
+		if errs[i] == nil {
+			mayWrite = append(mayWrite, evs[i])
+		}
+	}
+	s.key.SignAll(mayWrite)
+	for i, j := 0, 0; i < len(evs); i++ {
+		if errs[i] == nil {
+			evs[i] = mayWrite[j]
+			j++
 		}
 	}
 }

@@ -17,7 +17,8 @@ import (
 // Signed events: every event a gridwire service appends carries the public key of the
 // role key that wrote it (ExtSigner, a NATS user nkey, "U...") and an ed25519 signature
 // (ExtSignature, base64url) over SigningBytes: the canonical envelope, the route and the
-// hash-chain link included. A Keyring holds the public keys an auditor trusts, each with
+// hash-chain link included. Events appended many at once share one signature per batch
+// and each carries its proof of membership instead (batchsign.go). A Keyring holds the public keys an auditor trusts, each with
 // its role; the rights table below says which role may write which event. The audit
 // fails an event whose signature does not hold, whose signer is unknown, or whose
 // signer's role may not write it (see docs/security.md).
@@ -26,7 +27,8 @@ import (
 const (
 	// ExtSigner is the public nkey of the key that signed the event.
 	ExtSigner = "signer"
-	// ExtSignature is the ed25519 signature (unpadded base64url) over SigningBytes.
+	// ExtSignature is the ed25519 signature (unpadded base64url) over SigningBytes, or a
+	// batch signature with the event's path to the batch's signed root (batchsign.go).
 	ExtSignature = "signature"
 )
 
@@ -182,7 +184,8 @@ func (k *SigningKey) Sign(e *Event) {
 
 // Keyring is the public keys an auditor trusts, each with its grant.
 type Keyring struct {
-	keys map[string]trustedKey
+	keys  map[string]trustedKey
+	roots *rootCache // batch roots whose signature held (see verifyBatch)
 }
 
 type trustedKey struct {
@@ -201,6 +204,7 @@ func (r *Keyring) Add(public string, g Grant) error {
 	}
 	if r.keys == nil {
 		r.keys = map[string]trustedKey{}
+		r.roots = &rootCache{seen: map[string]struct{}{}}
 	}
 	if old, ok := r.keys[public]; ok && old.grant.Role != g.Role {
 		return fmt.Errorf("%w: %s is listed for both %s and %s", ErrBadKey, public, old.grant.Role, g.Role)
@@ -213,8 +217,9 @@ func (r *Keyring) Add(public string, g Grant) error {
 func (r *Keyring) Len() int { return len(r.keys) }
 
 // Verify checks a stored event body, as written (before any upcast), stored under route,
-// on a job whose state before it is st: the signature must hold for a trusted key whose
-// grant may write the event. ErrUnsigned says it carries no signature at all.
+// on a job whose state before it is st: the signature, its own or its batch's, must hold
+// for a trusted key whose grant may write the event. ErrUnsigned says it carries no
+// signature at all. It is safe for concurrent use once every key is added.
 func (r *Keyring) Verify(body []byte, route string, st State) (Grant, error) {
 	e, version, err := decodeAsWritten(body)
 	if err != nil {
@@ -228,11 +233,24 @@ func (r *Keyring) Verify(body []byte, route string, st State) (Grant, error) {
 	if !ok {
 		return Grant{}, fmt.Errorf("%w: %s", ErrUnknownKey, e.Signer)
 	}
-	sig, err := base64.RawURLEncoding.DecodeString(e.Signature)
-	if err != nil || !ed25519.Verify(k.pub, SigningBytes(e, version), sig) {
-		return k.grant, fmt.Errorf("%w (signer %s, role %s)", ErrBadSignature, e.Signer, k.grant.Role)
+	if err := r.holds(k, e, version); err != nil {
+		return k.grant, fmt.Errorf("%w (signer %s, role %s): %v", ErrBadSignature, e.Signer, k.grant.Role, err)
 	}
 	return k.grant, k.grant.May(e, st)
+}
+
+// holds checks e's signature, a single one or a batch's (see batchsign.go), over its
+// signing bytes for key k.
+func (r *Keyring) holds(k trustedKey, e Event, version int) error {
+	signing := SigningBytes(e, version)
+	if isBatch(e.Signature) {
+		return r.verifyBatch(e.Signer, k.pub, e.Signature, signing)
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(e.Signature)
+	if err != nil || !ed25519.Verify(k.pub, signing, sig) {
+		return errors.New("the ed25519 signature over the event does not hold")
+	}
+	return nil
 }
 
 // decodeAsWritten reads a body without upcasting, with the schema version its type names.

@@ -1,0 +1,113 @@
+package readside
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gridwire/gridwire/events"
+)
+
+// A bulk submission is signed in batches (events.SigningKey.SignAll): the audit verifies
+// each of its events by its path to the batch's signed root, and fails one that was
+// altered, one the batch does not hold, one of a stranger's batch, and one its batch's
+// signer may not write, each in its own job.
+func TestAuditChecksBatchSignatures(t *testing.T) {
+	b, unsigned := openBus(t)
+	ctx := context.Background()
+	rk := newRoleKeys(t, b)
+	ingest := rk.stores[events.RoleIngest]
+	subs := make([]events.Event, 100)
+	for i := range subs {
+		subs[i] = newSubmitted(t, events.NewID())
+	}
+	if _, errs := ingest.CreateAll(ctx, subs); errs[0] != nil || errs[99] != nil {
+		t.Fatal(errs[0], errs[99])
+	}
+	// One bulk job goes on through every other role.
+	lived := subs[0].JobID
+	rk.playSigned(t, lived, life(lived, "c1", 0)[1:])
+	rep, err := Audit(ctx, b.JS, "", rk.ring)
+	if err != nil || !rep.OK() || rep.Jobs != 100 || rep.Unsigned != 0 || rep.SignedFrom != 1 {
+		t.Fatalf("audit of a bulk submission: %+v %v", rep, err)
+	}
+	stored, err := unsigned.Load(ctx, subs[1].JobID)
+	if err != nil || len(stored.Events) != 1 || !strings.Contains(stored.Events[0].Signature, ".") {
+		t.Fatalf("a bulk job's submitted event: %+v %v, want a batch signature", stored.Events, err)
+	}
+	batchSigned := stored.Events[0]
+
+	publish := func(e events.Event) {
+		t.Helper()
+		body, err := e.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.JS.Publish(ctx, events.Subject(e.JobID, e.Name, e.Route), body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A copy of a batch-signed submission under a new job, its command changed.
+	altered := batchSigned
+	altered.JobID = events.NewID()
+	altered.Data = []byte(strings.Replace(string(altered.Data), "/bin/true", "/bin/evil", 1))
+	publish(altered)
+	// A new job's submission wearing a batch signature from another event.
+	notListed := newSubmitted(t, events.NewID())
+	notListed.Source = batchSigned.Source
+	notListed.Signer, notListed.Signature = batchSigned.Signer, batchSigned.Signature
+	publish(notListed)
+	// A stranger's batch.
+	seed, _ := events.NewSeed()
+	stranger, _ := events.NewSigningKey(seed, events.Grant{Role: events.RoleIngest})
+	strangers := []events.Event{newSubmitted(t, events.NewID()), newSubmitted(t, events.NewID())}
+	for i := range strangers {
+		strangers[i].Source = batchSigned.Source
+	}
+	stranger.SignAll(strangers)
+	publish(strangers[0])
+	// Ingest's key signs a batch of a new job's submission and a cancel routed to c1,
+	// chained onto a bulk job: ingest never routes work to a cluster.
+	st, err := unsigned.State(ctx, subs[2].JobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel, _ := events.New(subs[2].JobID, events.CancelRequested, "c1", t0.Add(time.Minute), events.Note{})
+	cancel.PrevSeq, cancel.PrevHash = st.LastSeq, st.LastHash
+	mixed := []events.Event{newSubmitted(t, events.NewID()), cancel}
+	for i := range mixed {
+		mixed[i].Source = batchSigned.Source
+	}
+	rk.keys[events.RoleIngest].SignAll(mixed)
+	publish(mixed[0])
+	publish(mixed[1])
+
+	rep, err = Audit(ctx, b.JS, "", rk.ring)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{altered.JobID: "does not hold", notListed.JobID: "does not hold",
+		strangers[0].JobID: "not a trusted key", subs[2].JobID: "unrouted"}
+	if len(rep.Broken) != len(want) {
+		t.Fatalf("audit found %d broken histories, want %d: %+v", len(rep.Broken), len(want), rep.Broken)
+	}
+	for _, br := range rep.Broken {
+		if !strings.Contains(br.Problem, want[br.Job]) {
+			t.Errorf("job %s: %q, want it to say %q", br.Job, br.Problem, want[br.Job])
+		}
+	}
+	// One job alone, without the rest of its batch, verifies by its own path.
+	if one, err := Audit(ctx, b.JS, subs[50].JobID, rk.ring); err != nil || !one.OK() || one.Events != 1 {
+		t.Errorf("audit of one bulk job: %+v %v", one, err)
+	}
+}
+
+func newSubmitted(t *testing.T, id string) events.Event {
+	t.Helper()
+	e, err := events.New(id, events.Submitted, "", t0, events.Job{ID: id, Executable: "/bin/true", Submitter: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
