@@ -1,0 +1,159 @@
+package events
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// encodeCase is an event built from fuzzable parts, as Store hands them to Encode.
+func encodeCase(id, source, job, principal, prevhash, signer, signature string, data []byte, prevseq uint64, nanos int64, name int) Event {
+	ns := Names()
+	return Event{ID: id, Name: ns[name%len(ns)], JobID: job, Source: source, Time: time.Unix(1_790_000_000, nanos%2e9).In(time.FixedZone("x", 3600)),
+		Principal: principal, PrevHash: prevhash, PrevSeq: prevseq, Signer: signer, Signature: signature, Data: data}
+}
+
+// sameAsSDK fails t unless Encode and the SDK agree on e: the same bytes, or both refuse.
+// It returns the body.
+func sameAsSDK(t *testing.T, e Event) []byte {
+	t.Helper()
+	got, gerr := e.Encode()
+	var want []byte
+	werr := e.Validate()
+	if werr == nil {
+		want, werr = e.encodeSDK()
+	}
+	if (gerr == nil) != (werr == nil) || !bytes.Equal(got, want) {
+		t.Fatalf("Encode and the SDK differ on %+v:\nEncode %v\n%s\nSDK    %v\n%s", e, gerr, got, werr, want)
+	}
+	return got
+}
+
+// randomString mixes what attributes hold: plain ASCII, blanks, quotes, backslashes,
+// control characters, multi-byte UTF-8, U+2028, and bytes that are not UTF-8.
+func randomString(r *rand.Rand, n int) string {
+	pieces := []string{"a", "Z", "0", "-", "/", " ", "\"", "\\", "\n", "\r", "\t", "\x00", "\x1f", "\x7f", "é", "\u2028", "<&>", "\xff", "ULID", ":", "%", "?"}
+	var b strings.Builder
+	for range r.IntN(n + 1) {
+		b.WriteString(pieces[r.IntN(len(pieces))])
+	}
+	return b.String()
+}
+
+// Encode writes exactly the bytes the CloudEvents SDK writes for thousands of events of
+// every name with random attributes, or refuses exactly what the SDK refuses; and what it
+// writes the SDK decodes to the event it was given.
+func TestEncodeMatchesSDK(t *testing.T) {
+	r := rand.New(rand.NewPCG(16, 1))
+	datas := [][]byte{nil, []byte(`{}`), []byte(`{"a":"b\u00e9\"","n":[1,2.5,null,true]}`), []byte(` [ ] `), []byte(`"s"`), []byte(`{`)}
+	sources := []string{"gridwire/ingest/host-1", "", " ", "https://example.org/a?b=c#d", "a b", "%zz", "//host/x", "urn:x:y", "é"}
+	for i := range 5000 {
+		pick := func(plain string) string {
+			if r.IntN(3) == 0 {
+				return randomString(r, 6)
+			}
+			return plain
+		}
+		e := encodeCase(pick(NewID()), sources[r.IntN(len(sources))], pick("01JDJ7Q1ZQ3S2K2B9Y4N3Y8W5A"), pick("alice"),
+			pick(strings.Repeat("ab", 32)), pick("UABC"), pick("c2ln"), datas[r.IntN(len(datas))], uint64(r.IntN(3))*uint64(r.Int64()), r.Int64(), i)
+		if r.IntN(4) == 0 {
+			e.Principal, e.PrevHash, e.Signer, e.Signature = "", "", "", ""
+		}
+		body := sameAsSDK(t, e)
+		if body == nil {
+			continue
+		}
+		got, err := decodeSDK(body)
+		if err != nil {
+			t.Fatalf("the SDK refuses what Encode wrote (%v):\n%s", err, body)
+		}
+		want := e
+		want.ID = strings.TrimSpace(e.ID) // the SDK trims an id, whichever path wrote it
+		want.Time = e.Time.UTC()
+		if len(want.Data) == 0 {
+			want.Data = []byte(`{}`)
+		}
+		if strings.ToValidUTF8(want.Principal+want.PrevHash+want.Signer+want.Signature+want.ID, "") != want.Principal+want.PrevHash+want.Signer+want.Signature+want.ID {
+			continue // bytes that are not UTF-8 do not read back as written
+		}
+		if !plainSource(e.Source) {
+			want.Source = got.Source // the SDK writes a source as url.Parse spells it
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Fatalf("decoded differs (-given +decoded):\n%s\n%s", d, body)
+		}
+	}
+}
+
+// Bodies Store wrote before Encode wrote them itself hash and read as they did: Encode
+// gives the events of the store-written bodies back byte for byte.
+func TestEncodeKeepsStoredBodies(t *testing.T) {
+	for _, body := range storeBodies(t) {
+		e, err := Decode(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := e.appendEnvelope(nil); !ok {
+			t.Fatalf("the direct writer leaves a store-written event to the SDK:\n%s", body)
+		}
+		again, err := e.Encode()
+		if err != nil || !bytes.Equal(again, body) {
+			t.Fatalf("re-encoded differs (%v):\n%s\n%s", err, again, body)
+		}
+	}
+}
+
+// FuzzEncode: whatever the attributes, Encode writes what the SDK writes.
+func FuzzEncode(f *testing.F) {
+	f.Add("01JDJ7Q1ZQ3S2K2B9Y4N3Y8W5A", "gridwire/ingest/h", "J1", "alice", "ab", "U1", "sig", []byte(`{"a":1}`), uint64(3), int64(5), 0)
+	f.Add(" x", "a b", "J", "\"\\\n\x01é\u2028", "", "", "", []byte(``), uint64(0), int64(0), 4)
+	f.Fuzz(func(t *testing.T, id, source, job, principal, prevhash, signer, signature string, data []byte, prevseq uint64, nanos int64, name int) {
+		if name < 0 {
+			name = -name
+		}
+		sameAsSDK(t, encodeCase(id, source, job, principal, prevhash, signer, signature, data, prevseq, nanos, name&0xffff))
+	})
+}
+
+// BenchmarkEncodeJob encodes a submitted event of a DDS instance's size (about 1.2 KB of
+// job) directly and with the SDK, the yardstick.
+func BenchmarkEncodeJob(b *testing.B) {
+	j := Job{ID: NewID(), Name: "main/workers_7/chain_7/processor_14", Parent: NewID(), Submitter: "bench",
+		Executable: "/opt/bin/processor", Arguments: []string{"--id", "14"}, Substitutions: []string{"session", "dds_location"},
+		Original: Original{Format: "dds", File: "big.xml", SHA256: strings.Repeat("ab", 32), Index: 29, Path: "main/workers_7/chain_7/processor_14"},
+		DDS: &DDSContext{Topology: "big", TaskPath: "main/workers_7/chain_7/processor_14", TaskID: "1234567890123456789", TaskIndex: 14,
+			CollectionIndex: 7, TaskName: "processor", GroupName: "workers", CollectionName: "chain", CollectionPath: "main/workers_7/chain_7",
+			Exe: "/opt/bin/processor --id 14", ExeReachable: true, Properties: []DDSProperty{{Name: "port", Access: "read"}}}}
+	for _, kv := range [][2]string{{"DDS_TASK_PATH", j.Name}, {"DDS_GROUP_NAME", "workers"}, {"DDS_COLLECTION_NAME", "chain"},
+		{"DDS_TASK_NAME", "processor"}, {"DDS_TASK_INDEX", "14"}, {"DDS_COLLECTION_INDEX", "7"}, {"DDS_SESSION_ID", "{session}"},
+		{"DDS_TASK_ID", "1234567890123456789"}, {"DDS_SLOT_ID", "29"}, {"DDS_LOCATION", "{dds_location}"}} {
+		j.Environment = append(j.Environment, EnvVar{Name: kv[0], Value: kv[1]})
+	}
+	e, err := New(j.ID, Submitted, "", time.Now(), j)
+	if err != nil {
+		b.Fatal(err)
+	}
+	e.Source, e.Principal = "gridwire/ingest/host-1", "bench"
+	b.Logf("%d bytes of data", len(e.Data))
+	for _, c := range []struct {
+		name   string
+		encode func() ([]byte, error)
+	}{
+		{"direct", e.Encode},
+		{"validate", func() ([]byte, error) { return nil, e.Validate() }},
+		{"sdk", e.encodeSDK},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.encode(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
