@@ -11,6 +11,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -59,12 +60,6 @@ func (f *ForkTarget) Start(ctx context.Context, st events.State) (events.Started
 		return events.StartedData{}, fmt.Errorf("job %s has no %s script", st.JobID, events.ScriptJob)
 	}
 	wd := inc.WorkDir
-	if err := os.Mkdir(filepath.Join(wd, events.ControlDir), 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		// The stager normally made both; make whatever is missing.
-		if err := os.MkdirAll(filepath.Join(wd, events.ControlDir), 0o700); err != nil {
-			return events.StartedData{}, err
-		}
-	}
 	if err := f.lockWaiting(ctx, wd); err != nil {
 		if pid, ok := readMarker(wd); ok {
 			return f.started(pid, true), nil
@@ -103,8 +98,13 @@ func (f *ForkTarget) command(wd, jobID, body string, env []events.EnvVar) (*exec
 		}
 		arg = marker + ". ./" + events.ScriptFile + "\n"
 	}
+	null, err := devNull()
+	if err != nil {
+		return nil, err
+	}
 	cmd := exec.Command("/bin/sh", "-c", arg)
 	cmd.Dir = wd
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = null, null, null
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	home, logname := os.Getenv("HOME"), ""
 	if u, err := user.Current(); err == nil {
@@ -124,8 +124,7 @@ func (f *ForkTarget) command(wd, jobID, body string, env []events.EnvVar) (*exec
 }
 
 func (f *ForkTarget) started(pid string, adopted bool) events.StartedData {
-	host, _ := os.Hostname()
-	return events.StartedData{Cluster: f.Cluster, Host: host, NativeID: pid, Running: true, Adopted: adopted}
+	return events.StartedData{Cluster: f.Cluster, Host: hostName(), NativeID: pid, Running: true, Adopted: adopted}
 }
 
 // lockWaiting takes the start lock, waiting while another attempt holds it: until its
@@ -159,6 +158,15 @@ func (f *ForkTarget) lockWaiting(ctx context.Context, wd string) error {
 func (f *ForkTarget) lock(wd string) error {
 	path := filepath.Join(wd, events.StartMarker)
 	err := createExclusive(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		// The stager normally made the working directory and its control directory
+		// before the job was queued; make whatever is missing. Trying the lock first
+		// spares every job a mkdir that finds the directory there.
+		if err := os.MkdirAll(filepath.Join(wd, events.ControlDir), 0o700); err != nil {
+			return err
+		}
+		err = createExclusive(path)
+	}
 	if err == nil || !errors.Is(err, os.ErrExist) {
 		return err
 	}
@@ -182,13 +190,43 @@ func (f *ForkTarget) lock(wd string) error {
 	return nil
 }
 
+// createExclusive creates an empty file that must not exist yet. It goes to the kernel
+// directly: an *os.File would add five fcntl and epoll calls to the open and close
+// that the lock is, on every job's start.
 func createExclusive(path string) error {
-	fh, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
+	var fd int
+	err := ignoringEINTR(func() (err error) {
+		fd, err = syscall.Open(path, syscall.O_CREAT|syscall.O_EXCL|syscall.O_WRONLY|syscall.O_CLOEXEC, 0o600)
 		return err
+	})
+	if err != nil {
+		return &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	return fh.Close()
+	if err := syscall.Close(fd); err != nil {
+		return &fs.PathError{Op: "close", Path: path, Err: err}
+	}
+	return nil
 }
+
+func ignoringEINTR(fn func() error) error {
+	for {
+		if err := fn(); !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
+}
+
+// devNull is the job's stdin, stdout and stderr, opened once for the process: os/exec
+// would open /dev/null three times per job otherwise, each open with its fcntl and
+// epoll calls. The job script redirects its program's output to files of its own.
+var devNull = sync.OnceValues(func() (*os.File, error) { return os.OpenFile(os.DevNull, os.O_RDWR, 0) })
+
+// hostName is this host's name, read once: started events name it, and os.Hostname
+// reads /proc each time.
+var hostName = sync.OnceValue(func() string {
+	h, _ := os.Hostname()
+	return h
+})
 
 // reap waits for the child so it does not linger as a zombie, then hints the watcher.
 func (f *ForkTarget) reap(cmd *exec.Cmd, jobID string) {
