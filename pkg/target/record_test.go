@@ -3,6 +3,7 @@ package target
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -41,5 +42,22 @@ func TestReadLineAndExitStatus(t *testing.T) {
 		if code != c.code || ok != c.exitStatus || (code == 143) != (reason == "jobDuration PT2S: ended") {
 			t.Errorf("ReadExitStatus(%q) = %d %q %v, want %d %v", c.content, code, reason, ok, c.code, c.exitStatus)
 		}
+	}
+}
+
+// A line longer than the first read's buffer is read whole, and a directory (read
+// fails) is no value.
+func TestReadLineLongAndUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	long := strings.Repeat("x", 5000)
+	p := filepath.Join(dir, "f")
+	if err := os.WriteFile(p, []byte("143 "+long+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, reason, ok := ReadExitStatus(p); !ok || code != 143 || reason != long {
+		t.Errorf("ReadExitStatus of a %d-byte line = %d, %d-byte reason, %v", len(long)+5, code, len(reason), ok)
+	}
+	if v, ok := ReadLine(dir); ok || v != "" {
+		t.Errorf("ReadLine(a directory) = %q %v", v, ok)
 	}
 }
