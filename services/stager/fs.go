@@ -57,13 +57,16 @@ func (osFS) Lstat(name string) (fs.FileInfo, error) { return os.Lstat(name) }
 func (osFS) ReadLink(name string) (string, error)   { return os.Readlink(name) }
 
 // localDir is a working directory on the gateway's own disk (a fork cluster). Every
-// operation goes through an os.Root, which refuses names that escape it even if a
-// symlink appears between the check and the use.
+// operation on a name goes through an os.Root, which refuses names that escape it even
+// if a symlink appears between the check and the use. The root is opened (and the
+// directory's real path resolved) only when a file is moved: a job that stages nothing
+// costs its two mkdirs and nothing else.
 type localDir struct {
 	dir  string
 	bare bool       // no control directory: a job directory of the job's choosing
-	mu   sync.Mutex // guards the lazy opening of real and root
-	real string     // dir with symlinks resolved, for confinement checks
+	mu   sync.Mutex // guards made and the lazy opening of real and root
+	made bool
+	real string // dir with symlinks resolved, for confinement checks
 	root *os.Root
 }
 
@@ -72,15 +75,48 @@ func openLocalDir(dir string) *localDir { return &localDir{dir: filepath.Clean(d
 func (l *localDir) create(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.root != nil {
+	return l.makeLocked()
+}
+
+// makeLocked makes the directory and, unless bare, its control directory: one mkdir
+// each when the parent exists, where MkdirAll would first stat every level up to the
+// first that exists. Anything else (a parent missing, the directory already there) goes
+// to MkdirAll, which says what is wrong exactly as before.
+func (l *localDir) makeLocked() error {
+	if l.made {
 		return nil
 	}
-	mk := filepath.Join(l.dir, filepath.FromSlash(controlDir()))
-	if l.bare {
-		mk = l.dir
+	mk := func(dir string, err error) error {
+		if err != nil {
+			err = os.MkdirAll(dir, 0o755)
+		}
+		if err != nil {
+			return fmt.Errorf("making working directory: %w", err)
+		}
+		return nil
 	}
-	if err := os.MkdirAll(mk, 0o755); err != nil {
-		return fmt.Errorf("making working directory: %w", err)
+	if err := mk(l.dir, os.Mkdir(l.dir, 0o755)); err != nil {
+		return err
+	}
+	if !l.bare {
+		ctl := filepath.Join(l.dir, filepath.FromSlash(controlDir()))
+		if err := mk(ctl, os.Mkdir(ctl, 0o755)); err != nil {
+			return err
+		}
+	}
+	l.made = true
+	return nil
+}
+
+// opened makes the directory if need be and opens its root.
+func (l *localDir) opened() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.makeLocked(); err != nil {
+		return err
+	}
+	if l.root != nil {
+		return nil
 	}
 	real, err := filepath.EvalSymlinks(l.dir)
 	if err != nil {
@@ -95,7 +131,7 @@ func (l *localDir) create(ctx context.Context) error {
 }
 
 func (l *localDir) check(ctx context.Context, name string) error {
-	if err := l.create(ctx); err != nil {
+	if err := l.opened(); err != nil {
 		return err
 	}
 	return confine(osFS{}, l.real, name)
