@@ -77,16 +77,25 @@ type follower struct {
 	prober  Prober
 	log     *slog.Logger
 
-	mu   sync.Mutex
-	jobs map[string]*Watched
-	due  map[string]bool // jobs to probe at once (hinted, or just followed)
-	wake chan struct{}
+	// settle, when set (a fork cluster, whose executor hints every exit), is how long
+	// follow waits for a job just started to exit before it puts the job in the watch
+	// bucket (see settled).
+	settle time.Duration
+
+	mu      sync.Mutex
+	jobs    map[string]*Watched
+	due     map[string]bool          // jobs to probe at once (hinted, or just followed)
+	waiting map[string]chan struct{} // jobs follow is settling, closed by their exit hint
+	wake    chan struct{}
 }
+
+// forkSettle is a fork cluster's settle: most fork jobs end within milliseconds.
+const forkSettle = 100 * time.Millisecond
 
 func newFollower(cfg Config, deps Deps, cluster string, kv jetstream.KeyValue, p Prober) *follower {
 	return &follower{cfg: cfg, deps: deps, cluster: cluster, kv: kv, prober: p,
 		log: deps.Logger.With("cluster", cluster), jobs: map[string]*Watched{}, due: map[string]bool{},
-		wake: make(chan struct{}, 1)}
+		waiting: map[string]chan struct{}{}, wake: make(chan struct{}, 1)}
 }
 
 func (f *follower) run(ctx context.Context) error {
@@ -105,17 +114,21 @@ func (f *follower) run(ctx context.Context) error {
 		}
 	}
 	if f.deps.Conn != nil {
-		sub, err := f.deps.Conn.Subscribe(events.HintSubject("exit", f.cluster), func(m *nats.Msg) { f.poke(string(m.Data)) })
+		sub, err := f.deps.Conn.Subscribe(events.HintSubject("exit", f.cluster), func(m *nats.Msg) { f.hinted(string(m.Data)) })
 		if err != nil {
 			return err
 		}
 		defer sub.Unsubscribe()
 	}
 	errc := make(chan error, 1)
+	workers := 32
+	if f.settle > 0 {
+		workers = 128 // a worker may wait out settle on a job that runs on
+	}
 	go func() {
 		errc <- events.Consume(ctx, f.deps.JS, events.ConsumerSpec{
 			Durable: "watcher-" + f.cluster, Filters: []string{events.TypeFilter(events.Started, f.cluster)},
-			Workers: 32, Logger: f.log,
+			Workers: workers, Logger: f.log,
 		}, f.follow)
 	}()
 	f.pollLoop(ctx)
@@ -158,6 +171,9 @@ func (f *follower) follow(ctx context.Context, d events.Delivery) error {
 	if st.Job != nil {
 		w.StartBefore = st.Job.StartBefore
 	}
+	if done, err := f.settled(ctx, w); done || err != nil {
+		return err
+	}
 	b, _ := json.Marshal(w)
 	if _, err := f.kv.Put(ctx, f.cluster+"."+w.JobID, b); err != nil {
 		return err
@@ -169,6 +185,66 @@ func (f *follower) follow(ctx context.Context, d events.Delivery) error {
 	f.mu.Unlock()
 	f.poke(w.JobID) // it may have ended before we followed it
 	return nil
+}
+
+// settled lets a job on a fork cluster that ends soon after it started skip the watch
+// bucket: it waits up to settle for the job's exit (its exit status file, looked at
+// first, then again at the executor's exit hint or at the end of the wait) and records
+// it. done says the exit is in the log; the Started delivery is acked only then, so a
+// watcher that dies before it is redelivered and the job followed again. A job still
+// running is followed as any other: put in the bucket, then probed.
+func (f *follower) settled(ctx context.Context, w *Watched) (done bool, err error) {
+	if f.settle <= 0 {
+		return false, nil
+	}
+	hint := make(chan struct{})
+	f.mu.Lock()
+	_, followed := f.jobs[w.JobID]
+	if !followed {
+		f.waiting[w.JobID] = hint
+	}
+	f.mu.Unlock()
+	if followed {
+		// In the bucket already (restored after a restart that cut an earlier follow
+		// short): the poll that sees it end also removes its entry.
+		return false, nil
+	}
+	defer func() {
+		f.mu.Lock()
+		if f.waiting[w.JobID] == hint {
+			delete(f.waiting, w.JobID)
+		}
+		f.mu.Unlock()
+	}()
+	code, reason, ok := exitStatus(w.WorkDir)
+	if !ok {
+		t := time.NewTimer(f.settle)
+		select {
+		case <-hint:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+		code, reason, ok = exitStatus(w.WorkDir)
+	}
+	if !ok {
+		return false, nil
+	}
+	if err := f.recordExit(ctx, w.JobID, events.ExitedData{ExitCode: code, Reason: reason}); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// hinted wakes a follow settling the job, and probes the job if it is followed.
+func (f *follower) hinted(jobID string) {
+	f.mu.Lock()
+	if c, ok := f.waiting[jobID]; ok {
+		delete(f.waiting, jobID)
+		close(c)
+	}
+	f.mu.Unlock()
+	f.poke(jobID)
 }
 
 // poke asks for one job to be probed soon, ahead of the next full round.
@@ -289,19 +365,24 @@ func (f *follower) apply(ctx context.Context, w Watched, o Observation) bool {
 }
 
 func (f *follower) exit(ctx context.Context, w Watched, d events.ExitedData) bool {
-	_, err := f.deps.Store.DecideLatest(ctx, w.JobID, func(st events.State) ([]events.Event, error) {
+	if err := f.recordExit(ctx, w.JobID, d); err != nil {
+		f.log.Error("recording exit", "job", w.JobID, "err", err)
+		return false
+	}
+	f.forget(ctx, w.JobID)
+	return true
+}
+
+// recordExit appends the job's exited event unless the job has moved past running.
+func (f *follower) recordExit(ctx context.Context, jobID string, d events.ExitedData) error {
+	_, err := f.deps.Store.DecideLatest(ctx, jobID, func(st events.State) ([]events.Event, error) {
 		if st.Status != events.StatusQueued && st.Status != events.StatusRunning && st.Status != events.StatusHeld {
 			return nil, nil
 		}
 		e, err := events.New(st.JobID, events.Exited, f.cluster, f.deps.Now(), d)
 		return []events.Event{e}, err
 	})
-	if err != nil {
-		f.log.Error("recording exit", "job", w.JobID, "err", err)
-		return false
-	}
-	f.forget(ctx, w.JobID)
-	return true
+	return err
 }
 
 func (f *follower) statusChange(ctx context.Context, jobID string, o Observation) {

@@ -125,6 +125,9 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 			p = ForkProber{}
 		}
 		f := newFollower(cfg, deps, cl.Name, kv, polls.count(cl.Name, p))
+		if _, fork := p.(ForkProber); fork && deps.Conn != nil {
+			f.settle = forkSettle
+		}
 		g.Go(func() error { return f.run(gctx) })
 	}
 	return g.Wait()
