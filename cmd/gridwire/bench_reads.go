@@ -232,9 +232,11 @@ func caughtUp(ctx context.Context, js jetstream.JetStream, base string, limit ti
 }
 
 // jsCounts are cumulative JetStream counters of the account: API requests (creating
-// consumers, pulls, stream and consumer info, ...), messages stored in JOBS and in every
-// other stream (the KV buckets: projection rows, idempotency keys), and messages
-// delivered to JOBS's durable consumers.
+// consumers, pulls, stream and consumer info, ...), messages stored in JOBS, messages
+// written to every other stream (the KV buckets: projection rows, idempotency keys,
+// the watch list; counted by sequence, so a key put and then purged counts its two
+// writes, not the one tombstone left), and messages delivered to JOBS's durable
+// consumers.
 type jsCounts struct {
 	API, Stored, KV, Delivered uint64
 }
@@ -252,7 +254,7 @@ func countJS(ctx context.Context, js jetstream.JetStream) (jsCounts, error) {
 			return c, err
 		}
 		if name != events.Stream {
-			c.KV += s.CachedInfo().State.Msgs
+			c.KV += s.CachedInfo().State.LastSeq
 			continue
 		}
 		c.Stored = s.CachedInfo().State.Msgs
