@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/cluster"
 	"github.com/gridwire/gridwire/services/ingest"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -39,6 +40,7 @@ type benchOpts struct {
 	allowRoot  bool
 	memProfile string
 	rawFor     time.Duration
+	targets    targetOpts
 }
 
 func benchCmd(e *env) *cobra.Command {
@@ -55,6 +57,9 @@ func benchCmd(e *env) *cobra.Command {
 			"replay and the RSS of the read side with N jobs in the log.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.targets.check(); err != nil {
+				return err
+			}
 			if o.data == "" {
 				d, err := os.MkdirTemp("", "gridwire-bench-")
 				if err != nil {
@@ -76,9 +81,12 @@ func benchCmd(e *env) *cobra.Command {
 			}
 			var r benchResult
 			var err error
-			if o.scale > 0 {
+			switch {
+			case o.scale > 0:
 				r, err = runScale(cmd.Context(), e, o)
-			} else {
+			case o.targets.only:
+				r, err = runTargets(cmd.Context(), e, o)
+			default:
 				r, err = runBench(cmd.Context(), e, o)
 			}
 			if err != nil {
@@ -103,6 +111,7 @@ func benchCmd(e *env) *cobra.Command {
 	cmd.Flags().StringVar(&o.memProfile, "memprofile", "", "write a heap profile here when the memory is measured")
 	cmd.Flags().StringVar(&o.workRoot, "work-root", "", "job working directories for the local cluster (default: under --data); JetStream stays under --data")
 	cmd.Flags().BoolVar(&o.allowRoot, "allow-root-jobs", false, "let the local cluster run the bench's /bin/true jobs as root (as serve --allow-root-jobs)")
+	o.targets.flags(cmd)
 	cmd.Flags().IntVar(&o.scale, "scale", 0, "instead of the pipeline run: build a log of this many whole job histories and measure reads, replay and RSS on it")
 	return cmd
 }
@@ -140,6 +149,8 @@ type benchResult struct {
 	Jobs             int       `json:"jobs"`
 	SubmitJobs       int       `json:"submit_jobs"`
 	LatencyJobs      int       `json:"latency_jobs"`
+	Slurm            *slurmRow `json:"slurm,omitempty"`
+	SSH              *sshRow   `json:"ssh,omitempty"`
 	Skipped          []string  `json:"skipped,omitempty"`
 }
 
@@ -205,6 +216,7 @@ func (r benchResult) print(e *env) {
 		fmt.Fprintf(w, "log built in %.0f s (0: reused); a process started on it in %.1f s (NATS recovering the store); its read side caught up in %.1f s\n",
 			r.FillSeconds, r.StartSeconds, r.CatchUpSeconds)
 	}
+	printTargets(w, row, r.Slurm, r.SSH)
 	for _, s := range r.Skipped {
 		fmt.Fprintf(w, "%-46s skipped: %s\n", strings.SplitN(s, ": ", 2)[0], strings.SplitN(s, ": ", 2)[1])
 	}
@@ -252,7 +264,9 @@ func runBench(ctx context.Context, e *env, o *benchOpts) (benchResult, error) {
 		return r, err
 	}
 	r.PipelineRatio = r.PipelinePerSec / r.RawJobPerSec
-	r.Skipped = append(r.Skipped, skippedTargets()...)
+	if err := benchTargets(ctx, e, o, &r); err != nil {
+		return r, err
+	}
 	r.Load += " -> " + loadAvg()
 	return r, nil
 }
@@ -344,6 +358,12 @@ func rawJob(wd string) error {
 }
 
 func benchSystem(ctx context.Context, e *env, o *benchOpts, dir string, services []string) (*system, *errgroup.Group, context.CancelFunc, error) {
+	return benchSystemWith(ctx, e, o, dir, services, nil)
+}
+
+// benchSystemWith starts services on an embedded server in dir, on clusters (nil: the
+// local fork cluster); --work-root applies to the clusters that name no work root.
+func benchSystemWith(ctx context.Context, e *env, o *benchOpts, dir string, services []string, clusters []cluster.Cluster) (*system, *errgroup.Group, context.CancelFunc, error) {
 	quiet := &env{getenv: func(string) string { return "" }, stdout: e.stdout, stderr: e.stderr}
 	sys, err := openSystem(ctx, quiet, &busFlags{data: dir, logLevel: "error", stateCacheMiB: 256}, true)
 	if err != nil {
@@ -357,8 +377,11 @@ func benchSystem(ctx context.Context, e *env, o *benchOpts, dir string, services
 		}
 	}
 	sys.allowRootJobs = o.allowRoot
+	if clusters != nil {
+		sys.cfg.Clusters = clusters
+	}
 	for i := range sys.cfg.Clusters {
-		if o.workRoot != "" {
+		if o.workRoot != "" && sys.cfg.Clusters[i].WorkRoot == "" {
 			sys.cfg.Clusters[i].WorkRoot = o.workRoot
 		}
 	}

@@ -172,15 +172,6 @@ func memory(profile string) (rss, heap float64) {
 	return 0, heap
 }
 
-// skippedTargets are the rows this command does not measure: they need a Slurm cluster
-// and an OpenSSH server set up as the end-to-end suite sets them up.
-func skippedTargets() []string {
-	return []string{
-		"Slurm e2e vs sbatch --wrap: needs the end-to-end suite's Slurm; `go test -tags e2e -bench E2ESlurm` in services/executor measures it",
-		"SSH cluster vs ControlMaster: needs the end-to-end suite's sshd; `go test -tags e2e -bench E2ESSH` in services/executor measures it",
-	}
-}
-
 // afterPipeline measures, on the log the pipeline left, what grows with the log: job
 // reads once the read side has caught up, the replay, and the process's memory.
 func afterPipeline(ctx context.Context, sys *system, ids []string, o *benchOpts, r *benchResult) error {
