@@ -108,7 +108,8 @@ func NewTable() *Table {
 	return &Table{rows: map[string]row{}, counts: map[string]map[string]int{}}
 }
 
-// Apply folds one stored event into the table. An event at or below the job's stamp is
+// Apply folds one stored event into the table (events.Apply, reading of the large
+// payloads only what a row keeps: see applyRow). An event at or below the job's stamp is
 // already folded and changes nothing; an event the state machine refuses leaves the job
 // as it was. It reports whether the job's row changed.
 func (t *Table) Apply(e events.Event) (bool, error) {
@@ -127,7 +128,7 @@ func (t *Table) Apply(e events.Event) (bool, error) {
 		old.fill(&t.scratch)
 		from.Job = &t.scratch
 	}
-	next, err := events.Apply(from, e)
+	next, err := applyRow(from, e)
 	if err != nil {
 		return false, err
 	}

@@ -1,0 +1,284 @@
+package readside
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/events/eventstest"
+)
+
+// fullFold is the table's fold as it was before applyRow: each event decoded whole by
+// events.Apply, the state reduced to its row after each event. It folds evs (in stream
+// order, several jobs mixed) and returns each job's row and the refused events' seqs.
+func fullFold(evs []events.Event) (map[string]Row, []uint64) {
+	rows := map[string]Row{}
+	var refused []uint64
+	for _, e := range evs {
+		from, ok := rows[e.JobID]
+		if ok && e.Seq <= from.LastSeq {
+			continue
+		}
+		next, err := events.Apply(from, e)
+		if err != nil {
+			refused = append(refused, e.Seq)
+			continue
+		}
+		rows[e.JobID] = strip(next)
+	}
+	return rows, refused
+}
+
+// rowFold folds evs into a Table (applyRow) and returns the same as fullFold.
+func rowFold(t *testing.T, evs []events.Event) (map[string]Row, []uint64) {
+	t.Helper()
+	table := NewTable()
+	var refused []uint64
+	for _, e := range evs {
+		if _, err := table.Apply(e); err != nil {
+			refused = append(refused, e.Seq)
+		}
+	}
+	rows := map[string]Row{}
+	for _, r := range table.Rows() {
+		rows[r.JobID] = r
+	}
+	return rows, refused
+}
+
+func sameFold(t *testing.T, evs []events.Event) {
+	t.Helper()
+	wantRows, wantRefused := fullFold(evs)
+	gotRows, gotRefused := rowFold(t, evs)
+	if diff := cmp.Diff(wantRows, gotRows); diff != "" {
+		t.Errorf("rows differ from the full fold's (-full +table):\n%s", diff)
+	}
+	if !slices.Equal(wantRefused, gotRefused) {
+		for _, e := range evs {
+			if slices.Contains(wantRefused, e.Seq) != slices.Contains(gotRefused, e.Seq) {
+				t.Errorf("seq %d (%s %s): refused by the full fold %v, by the table %v", e.Seq, e.Name, e.Data,
+					slices.Contains(wantRefused, e.Seq), slices.Contains(gotRefused, e.Seq))
+			}
+		}
+	}
+}
+
+// Every recorded history (every event name, every end, groups, DDS sessions, restarts)
+// folds to the same rows, and refuses the same events, whether the table reads the large
+// payloads whole or only the fields it keeps.
+func TestRowFoldEqualsFullFoldOnRecordedHistories(t *testing.T) {
+	fs, err := eventstest.LoadFixtures(filepath.Join("..", "..", "events", filepath.FromSlash(eventstest.ReplayDir)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[events.Name]bool{}
+	var all []events.Event
+	for _, f := range fs {
+		t.Run(f.Name, func(t *testing.T) { sameFold(t, f.Events) })
+		for _, e := range f.Events {
+			seen[e.Name] = true
+		}
+		all = append(all, f.Events...)
+	}
+	for _, n := range events.Names() {
+		if !seen[n] {
+			t.Errorf("no recorded history has a %s event: the comparison does not cover it", n)
+		}
+	}
+	// The same histories with every event folded twice and out of its job's order: the
+	// table skips what it has folded and refuses what comes too early, as the full fold.
+	shuffled := slices.Clone(all)
+	for i := range shuffled {
+		j := (i * 7919) % len(shuffled)
+		shuffled[i], shuffled[j] = shuffled[j], shuffled[i]
+	}
+	t.Run("mixed", func(t *testing.T) { sameFold(t, append(slices.Clone(all), shuffled...)) })
+}
+
+// Generated lives of many jobs (every exit, stopped at every point) fold the same both
+// ways, and so do submitted and incarnated payloads of every shape the reduction either
+// reads or leaves to the whole decode: escapes, case variants, repeats, wrong types,
+// nesting, spacing, data that is not an object.
+func TestRowFoldEqualsFullFoldOnVariedPayloads(t *testing.T) {
+	var evs []events.Event
+	seq := uint64(0)
+	add := func(id string, n events.Name, route string, data string) {
+		seq++
+		evs = append(evs, events.Event{ID: fmt.Sprintf("e%d", seq), JobID: id, Name: n, Route: route, Source: "test",
+			Time: t0.Add(time.Duration(seq) * time.Second), Data: json.RawMessage(data), Seq: seq})
+	}
+	for n := range 40 {
+		id := events.NewID()
+		steps := life(id, fmt.Sprintf("c%d", n%3), n)
+		for _, s := range steps[:len(steps)-n%len(steps)] {
+			b, err := json.Marshal(s.Payload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			add(id, s.Name, s.Route, string(b))
+		}
+	}
+	submitted := []string{
+		`{"id":%q,"name":"plain","submitter":"alice","restarts":2,"executable":"/bin/true"}`,
+		`{ "executable" : "/bin/true" , "id" : %q , "name" : "spaced" , "original" : {"format":"v3-json"} }`,
+		`{"id":%q,"name":"first","name":"second"}`,
+		`{"id":%q,"NAME":"upper"}`,
+		`{"id":%q,"n\u0061me":"escaped key"}`,
+		`{"id":%q,"name":"esc\"aped \\ value \u00e9","submitter":"s\/t"}`,
+		`{"id":%q,"name":5}`,
+		`{"id":%q,"restarts":"two"}`,
+		`{"id":%q,"kind":"group","children":["a","b"]}`,
+		`{"id":%q,"original":{"format":"jrdl","path":"job[1]"},"arguments":["{\"name\":\"x\"}","}","]"]}`,
+		`{"id":%q,"name":null,"parent":null}`,
+		`{"id":"not-the-subject-%s"}`,
+		`["%s"]`,
+		`{"id":%q,"restarts":1e400}`,
+		`{"id":%q,"name":"\ud800"}`,
+		`{"id":%q,"name":"bad"`,
+	}
+	incarnated := []string{
+		`{"cluster":"c1","queue":"q","scripts":{"START":{"body":"exec \"./job.sh\""}},"work_dir":"/w"}`,
+		`{"Cluster":"c2"}`,
+		`{"cluster":"c1","cluster":"c3"}`,
+		`{"cluster":["c1"]}`,
+		`{"scripts":{"cluster":{"body":"inner"}},"queue":""}`,
+		`{}`,
+	}
+	for _, sub := range submitted {
+		for _, inc := range incarnated {
+			id := events.NewID()
+			add(id, events.Submitted, "", fmt.Sprintf(sub, id))
+			add(id, events.Incarnated, "", inc)
+			add(id, events.Queued, "c1", `{"cluster":"c1"}`)
+		}
+	}
+	sameFold(t, evs)
+	// Not a comparison of two refusals: most of these are read reduced, and folded.
+	reduced, folded := 0, 0
+	for _, e := range evs {
+		if keep, ok := keptFields[e.Name]; ok {
+			if _, ok := reduce(e.Data, keep); ok {
+				reduced++
+			}
+		}
+	}
+	rows, _ := rowFold(t, evs)
+	for _, r := range rows {
+		if r.Status == events.StatusQueued {
+			folded++
+		}
+	}
+	if reduced < len(evs)/3 || folded < 10 {
+		t.Errorf("%d payloads of %d read reduced, %d jobs queued", reduced, len(evs), folded)
+	}
+}
+
+// The reduction reads the top level of a payload: a field the row does not keep is not
+// judged by the table, only by a reader that decodes the payload whole (the job read,
+// the audit). This is the one way the two folds may part, and only for an event the store
+// did not write, since the store decodes a job whole before appending it.
+func TestRowFoldDoesNotJudgeWhatTheRowDropsOf(t *testing.T) {
+	id := events.NewID()
+	sub := events.Event{ID: "e1", JobID: id, Name: events.Submitted, Source: "test", Time: t0, Seq: 1,
+		Data: json.RawMessage(fmt.Sprintf(`{"id":%q,"name":"n","no_such_field":1}`, id))}
+	inc := events.Event{ID: "e2", JobID: id, Name: events.Incarnated, Source: "test", Time: t0, Seq: 2,
+		Data: json.RawMessage(`{"cluster":"c1","work_dir":5}`)}
+	if _, err := events.Apply(events.State{}, sub); err == nil {
+		t.Fatal("the full fold takes a job with a field no schema has")
+	}
+	if _, err := events.Apply(events.State{JobID: id, Status: events.StatusSubmitted}, inc); err == nil {
+		t.Fatal("the full fold takes a work_dir that is a number")
+	}
+	table := NewTable()
+	for _, e := range []events.Event{sub, inc} {
+		if _, err := table.Apply(e); err != nil {
+			t.Fatalf("the table refuses %s for what it does not keep: %v", e.Name, err)
+		}
+	}
+	if r, _ := table.Row(id); r.Job == nil || r.Job.Name != "n" || r.Status != events.StatusIncarnated || r.Cluster != "c1" {
+		t.Fatalf("row %+v", r)
+	}
+}
+
+// FuzzReduce holds the reduction to encoding/json: whatever it reads, it reads as a
+// decode of the whole payload reads the kept fields.
+func FuzzReduce(f *testing.F) {
+	for _, s := range []string{`{"id":"a","name":"b","x":[1,{"name":"c"}]}`, `{"cluster":"c","queue":"q","scripts":{}}`,
+		`{"name":"a","name":"b"}`, `{"Name":"a"}`, ` { } `, `[]`, `{"id":"\u0041"}`, `{"restarts":3,"kind":"group"}`,
+		`{"a":[-0.5e+3,1E2,true,false,null,"\u00e9\n"],"b":{}}`, `{"a":01}`, `{"a":"\x"}`, `{"a":tru}`, `{"a":1,}`} {
+		f.Add([]byte(s))
+	}
+	keep := keptFields[events.Submitted]
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		// The reader's check is encoding/json's (short of its nesting bound).
+		i := skipWS(payload, 0)
+		end, valid := validValue(payload, i, 1)
+		valid = valid && skipWS(payload, end) == len(payload)
+		if valid != json.Valid(payload) && (valid || bytes.Count(payload, []byte("["))+bytes.Count(payload, []byte("{")) < maxDepth) {
+			t.Fatalf("%q: valid %v, encoding/json says %v", payload, valid, !valid)
+		}
+		reduced, ok := reduce(payload, keep)
+		if !ok {
+			return
+		}
+		var whole, part map[string]json.RawMessage
+		if err := json.Unmarshal(payload, &whole); err != nil {
+			t.Fatalf("reduced %q, which does not decode: %v", payload, err)
+		}
+		if err := json.Unmarshal(reduced, &part); err != nil {
+			t.Fatalf("reduced %q to %q, which does not decode: %v", payload, reduced, err)
+		}
+		for _, k := range keep {
+			if string(whole[k]) != string(part[k]) {
+				t.Fatalf("%s: %q reduced to %q", k, payload, reduced)
+			}
+		}
+		if len(part) > len(keep) {
+			t.Fatalf("%q reduced to %q: more than the kept fields", payload, reduced)
+		}
+		type summary struct {
+			ID, Name, Kind, Parent, Submitter string
+			Restarts                          int
+		}
+		var a, b summary
+		errA, errB := json.Unmarshal(payload, &a), json.Unmarshal(reduced, &b)
+		if (errA == nil) != (errB == nil) || a != b {
+			t.Fatalf("%q: whole %+v (%v), reduced %q %+v (%v)", payload, a, errA, reduced, b, errB)
+		}
+	})
+}
+
+// BenchmarkFoldRecorded folds every recorded history (real payloads: canonical jobs,
+// incarnations with their rendered scripts) into a fresh table, the table's way and the
+// way it was (every payload decoded whole); events decoded beforehand.
+func BenchmarkFoldRecorded(b *testing.B) {
+	fs, err := eventstest.LoadFixtures(filepath.Join("..", "..", "events", filepath.FromSlash(eventstest.ReplayDir)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var evs []events.Event
+	for _, f := range fs {
+		evs = append(evs, f.Events...)
+	}
+	b.Run("table", func(b *testing.B) {
+		for b.Loop() {
+			t := NewTable()
+			for _, e := range evs {
+				_, _ = t.Apply(e)
+			}
+		}
+		b.ReportMetric(float64(b.N*len(evs))/b.Elapsed().Seconds(), "events/s")
+	})
+	b.Run("whole", func(b *testing.B) {
+		for b.Loop() {
+			fullFold(evs)
+		}
+		b.ReportMetric(float64(b.N*len(evs))/b.Elapsed().Seconds(), "events/s")
+	})
+}
