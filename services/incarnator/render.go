@@ -404,6 +404,7 @@ func (c *renderCtx) jobScript(wd string, vars map[string]string, setHash string)
 	if err != nil {
 		return nil, err
 	}
+	b = loadProperties(b, job)
 	b = c.assignReserved(b)
 	if job.Directory != "" {
 		dir := substitute.Substitute(job.Directory, vars)
@@ -429,6 +430,7 @@ func (c *renderCtx) jobScript(wd string, vars map[string]string, setHash string)
 	}
 	b = runLimited(b, job, "<"+stdin+` >"$`+events.VarWorkDir+`"/`+events.StdoutFile+` 2>"$`+events.VarWorkDir+`"/`+events.StderrFile)
 	b = endGate(b, job)
+	b = dropProperties(b, job)
 	// JOB_EPILOGUE starts with $? as the program's exit code (a GPE epilogue writes it
 	// with echo $? > <WORKING_DIRECTORY>/.gpe_exit_status); a function, not a subshell,
 	// so no process is forked for it.
