@@ -101,6 +101,11 @@ func (s *ScriptTarget) start(ctx context.Context, st events.State, startBody str
 	}
 	job := startJob{id: st.JobID, workDir: inc.WorkDir, start: start.Body, body: jobScript.Body,
 		list: inc.Scripts[events.ScriptList+":DIR"].Body, env: env}
+	if s.Batch {
+		if job.envFile, job.env, err = batchEnv(env, jobScript.Body); err != nil {
+			return events.StartedData{}, fmt.Errorf("job %s: the property API's file: %w", st.JobID, err)
+		}
+	}
 	if err := job.check(); err != nil {
 		return events.StartedData{}, err
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/envfile"
 	"github.com/gridwire/gridwire/pkg/shellquote"
 )
 
@@ -26,6 +27,9 @@ type startJob struct {
 	// env is exported for START (and so for the job it starts): the property API's
 	// address and the task's credential, for a DDS task with properties.
 	env []events.EnvVar
+	// envFile, for such a task on a batch target, is what the script writes to
+	// envfile.PropertyFile instead (batchEnv), before START.
+	envFile string
 }
 
 // errNUL refuses values a shell word cannot carry.
@@ -33,7 +37,8 @@ var errNUL = errors.New("contains a NUL byte, which a shell script cannot carry"
 
 // check refuses a job whose values the start script cannot carry literally.
 func (j startJob) check() error {
-	for name, v := range map[string]string{"job ID": j.id, "working directory": j.workDir, events.ScriptStart: j.start, events.ScriptJob: j.body} {
+	for name, v := range map[string]string{"job ID": j.id, "working directory": j.workDir, events.ScriptStart: j.start, events.ScriptJob: j.body,
+		"property file": j.envFile} {
 		if strings.IndexByte(v, 0) >= 0 {
 			return fmt.Errorf("job %s: its %s %w", j.id, name, errNUL)
 		}
@@ -48,7 +53,7 @@ func (j startJob) check() error {
 
 // size is roughly what the job adds to a start script.
 func (j startJob) size() int {
-	n := len(j.id) + len(j.workDir) + len(j.start) + len(j.body) + 64
+	n := len(j.id) + len(j.workDir) + len(j.start) + len(j.body) + len(j.envFile) + 64
 	for _, v := range j.env {
 		n += len(v.Name) + len(v.Value) + 16
 	}
@@ -85,9 +90,12 @@ func newNonce() string {
 
 // Files beside the job that the start script keeps, relative to the working directory.
 const (
-	jobScriptNew   = events.ScriptFile + ".new"
-	startLockStale = startLock + ".abandoned-$$"
-	startLockFail  = startLock + ".failed-$$"
+	jobScriptNew = events.ScriptFile + ".new"
+	// propertyFileNew is where envfile.PropertyFile is created, exclusively and so with
+	// the script's umask 077 (0600), before it is renamed into place.
+	propertyFileNew = envfile.PropertyFile + ".new"
+	startLockStale  = startLock + ".abandoned-$$"
+	startLockFail   = startLock + ".failed-$$"
 	// statusLine begins the line, after START's output in the lock, that records
 	// START's exit status: the lock is empty while START runs, holds its output as it
 	// comes, and is a run that exists once this line is there.
@@ -134,6 +142,11 @@ const (
 // they run in turn, one subshell each, and each job is reported before the next is
 // taken.
 //
+// A DDS task with properties on a batch target (envFile) gets one file more, after its
+// JOB script and before its START: the property API's file (envfile.PropertyFile),
+// created exclusively under the umask (0600, the starting user's) and renamed into place,
+// so the job never reads it half written; one it cannot write fails the start.
+//
 // START's standard error is kept for the report only: an attempt that adopts a run
 // reports the error output kept beside it.
 //
@@ -151,7 +164,7 @@ const (
 func (s *ScriptTarget) startScript(nonce string, jobs []startJob) string {
 	minutes := strconv.Itoa(int(max(s.stale(), time.Minute) / time.Minute))
 	var b strings.Builder
-	b.WriteString("{\nexec </dev/null\numask 077\ngw_nonce=" + nonce + " gw_stale=" + minutes + "\n")
+	b.WriteString("{\nexec </dev/null\numask 077\ngw_nonce=" + nonce + " gw_stale=" + minutes + " gw_pe=\n")
 	b.WriteString(startFuncs)
 	if s.Batch {
 		b.WriteString("gw_par=1\n")
@@ -164,11 +177,15 @@ func (s *ScriptTarget) startScript(nonce string, jobs []startJob) string {
 	}
 	b.WriteString("; do [ -d \"$gw_d\" ] || set -- \"$@\" \"$gw_d\"; done\n[ $# -eq 0 ] || mkdir -p -- \"$@\" 2>/dev/null\n")
 	withEnv := slices.ContainsFunc(jobs, func(j startJob) bool { return len(j.env) > 0 })
+	withFile := slices.ContainsFunc(jobs, func(j startJob) bool { return j.envFile != "" })
 	for k, j := range jobs {
 		b.WriteString(events.VarJobID + "=" + shellquote.Quote(j.id) + " " + events.VarWorkDir + "=" + shellquote.Quote(j.workDir) + "\n")
 		b.WriteString("export " + events.VarJobID + " " + events.VarWorkDir + "\n")
 		if withEnv {
 			writeEnv(&b, j.env)
+		}
+		if withFile {
+			b.WriteString("gw_pe=" + shellquote.Quote(j.envFile) + "\n")
 		}
 		b.WriteString("gw_s=" + shellquote.Quote(j.start) + "\ngw_j=" + shellquote.Quote(j.body) + "\ngw_ls=" + shellquote.Quote(j.list) + "\n")
 		b.WriteString("gw_take " + strconv.Itoa(k) + "\n")
@@ -241,6 +258,9 @@ gw_take() {
       fi
     fi
     set +C
+    if [ -n "$gw_pe" ] && ! gw_penv; then
+      mv -f ` + startLock + ` "` + startLockFail + `" 2>/dev/null; eval "gw_v$1=noenv"; return
+    fi
     if [ -n "$gw_par" ]; then
       { ( set --; eval "$gw_s" ) </dev/null >>` + startLock + ` 2>` + startErr + `; printf '\n` + statusLine + `%s\n' "$?" >>` + startLock + `; } >/dev/null 2>&1 &
     else
@@ -252,6 +272,13 @@ gw_take() {
     set +C
     eval "gw_v$1=held"
   fi
+}
+gw_penv() {
+  set -C
+  { printf '%s' "$gw_pe" >` + propertyFileNew + `; } 2>/dev/null ||
+    { rm -f ` + propertyFileNew + ` && { printf '%s' "$gw_pe" >` + propertyFileNew + `; } 2>/dev/null; } || { set +C; return 1; }
+  set +C
+  mv -f ` + propertyFileNew + ` ` + envfile.PropertyFile + `
 }
 gw_ran() {
   [ -n "$gw_ls" ] || return 1
@@ -272,6 +299,7 @@ gw_report() {
   case $gw_v in
   nodir) gw_say "err cannot enter the working directory"; return ;;
   nojob) gw_say "err cannot write the JOB script"; return ;;
+  noenv) gw_say "err cannot write the property API's file"; return ;;
   esac
   cd "$2" 2>/dev/null || { gw_say "err cannot enter the working directory"; return; }
   if gw_scan ` + startLock + `; then

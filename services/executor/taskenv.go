@@ -5,15 +5,22 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/envfile"
 	"github.com/gridwire/gridwire/pkg/sshx"
 )
 
 // Properties is how the executor hands a DDS task that declares properties the way to
 // the gateway's task-side property API: its address as the task's host reaches it and
-// the task's own credential, both in the task's environment (events.VarPropertyURL,
-// events.VarPropertyToken), never on a command line and never in the log.
+// the task's own credential (events.VarPropertyURL, events.VarPropertyToken), never on a
+// command line, in a rendered script or in the log. A task that runs where it is
+// started (fork, a host over SSH) finds them in its environment. A task a batch system
+// runs finds them in a private file beside it (envfile.PropertyFile, see batchEnv),
+// which its JOB script reads on the node: a batch system's submit command may drop the
+// submitting environment (qsub without -V) or keep it where others read it (qsub -V,
+// -v: the job's attributes in qstat -f).
 type Properties struct {
 	// Addr is the gateway's HTTP listener on this machine (host:port). Tasks on this
 	// host reach it directly (at loopback when it listens on every address); tasks on
@@ -51,6 +58,27 @@ func (p *Properties) env(ctx context.Context, st events.State, sh Shell, batch b
 	}
 	return []events.EnvVar{{Name: events.VarPropertyURL, Value: "http://" + addr},
 		{Name: events.VarPropertyToken, Value: p.Credential(st.JobID)}}, nil
+}
+
+// batchEnv moves a batch job's property variables out of START's environment into the
+// content of the file the job's JOB script reads when it starts on its node
+// (envfile.PropertyFile; the start script writes it, mode 0600, before START): the
+// submit command never sees the credential, so the batch system neither drops it nor
+// keeps it in the job's attributes. A JOB script that does not read the file (rendered
+// by an incarnator before it did, and recorded so) keeps the variables in START's
+// environment, as then.
+func batchEnv(env []events.EnvVar, jobBody string) (file string, rest []events.EnvVar, err error) {
+	if len(env) == 0 || !strings.Contains(jobBody, envfile.PropertyFile) {
+		return "", env, nil
+	}
+	vars := make([]envfile.Var, len(env))
+	for i, v := range env {
+		vars[i] = envfile.Var{Name: v.Name, Value: v.Value}
+	}
+	if file, err = envfile.Encode(vars); err != nil {
+		return "", nil, err
+	}
+	return file, nil, nil
 }
 
 // local is Addr as a program on this host dials it: loopback for an unspecified host.
