@@ -88,7 +88,7 @@ func (e Event) Validate() error {
 		return fmt.Errorf("%w: no source", ErrBadEvent)
 	case e.Time.IsZero():
 		return fmt.Errorf("%w: no time", ErrBadEvent)
-	case len(e.Data) > 0 && !json.Valid(e.Data):
+	case len(e.Data) > 0 && !validJSON(e.Data):
 		return fmt.Errorf("%w: data is not JSON", ErrBadEvent)
 	}
 	return nil

@@ -1,0 +1,66 @@
+package events
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+var validJSONCases = []string{
+	``, ` `, `{}`, ` [ ] `, `{"a":1}`, `{"a":1,}`, `{,}`, `[1,]`, `[,1]`, `{"a" : [true,false,null] , "b":{"c":"d"}}`,
+	`{"a"}`, `{"a":}`, `{1:2}`, `[1 2]`, `"x"`, `"x`, `"\"\\\/\b\f\n\r\t\u00e9\uD800"`, `"\u00g0"`, `"\u12"`, `"\x"`,
+	"\"a\tb\"", "\"\xff\xfe\"", "\"\u2028\"", `0`, `-0`, `01`, `-`, `1.`, `1.5`, `.5`, `1e5`, `1E+5`, `1e-`, `1e`,
+	`-1.25e-10`, `tru`, `true`, `truee`, `nul`, `null `, `false1`, `[]]`, `[[]`, `{}}`, `{"a":1}{}`, "\t\r\n{}\n",
+	"[\v]", `{"a":"b"`, `[`, `"\`, `{"\u0041":"\uffff"}`, `[-]`, `[+1]`, `[1.e1]`, `[0x1]`, `[Infinity]`, "\x00",
+	strings.Repeat("[", 10000) + strings.Repeat("]", 10000), strings.Repeat("[", 10001) + strings.Repeat("]", 10001),
+	strings.Repeat(`{"a":`, 10000) + "1" + strings.Repeat("}", 10000), strings.Repeat(`{"a":`, 10001) + "1" + strings.Repeat("}", 10001),
+}
+
+// validJSON judges every case as json.Valid does.
+func TestValidJSONIsJSONValid(t *testing.T) {
+	for _, c := range validJSONCases {
+		if got, want := validJSON([]byte(c)), json.Valid([]byte(c)); got != want {
+			t.Errorf("validJSON(%.60q) = %v, json.Valid says %v", c, got, want)
+		}
+	}
+}
+
+// FuzzValidJSON: on any bytes, validJSON and json.Valid agree.
+func FuzzValidJSON(f *testing.F) {
+	for _, c := range validJSONCases {
+		if len(c) < 200 {
+			f.Add([]byte(c))
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := validJSON(b), json.Valid(b); got != want {
+			t.Fatalf("validJSON(%q) = %v, json.Valid says %v", b, got, want)
+		}
+	})
+}
+
+// Every prefix of a job's JSON, and the JSON with any one byte changed to a byte the
+// grammar cares about, is judged as json.Valid judges it.
+func TestValidJSONOnAJobCutAndChanged(t *testing.T) {
+	b, err := json.Marshal(Job{ID: "J", Name: "caf\u00e9 <x>", Arguments: []string{"a\"b", "\\", "\t"}, Count: -12, Duration: 15e9,
+		Environment: []EnvVar{{Name: "A", Value: "1e5"}}, DDS: &DDSContext{CollectionIndex: -1, Vars: map[string]string{"n": "0.5"}},
+		Fields: map[string]string{}, Restarts: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := range len(b) + 1 {
+		if validJSON(b[:n]) != json.Valid(b[:n]) {
+			t.Fatalf("differ on the prefix %q", b[:n])
+		}
+	}
+	c := make([]byte, len(b))
+	for i := range b {
+		for _, x := range []byte(`"\{}[]:,0-.eEtu `) {
+			copy(c, b)
+			c[i] = x
+			if validJSON(c) != json.Valid(c) {
+				t.Fatalf("differ on %q", c)
+			}
+		}
+	}
+}
