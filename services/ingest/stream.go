@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gridwire/gridwire/events"
@@ -48,14 +50,66 @@ func (s *Service) streamed(sub Submission) *dds.Topology {
 // submitStream submits a large topology: a first expansion checks every instance as
 // Submit checks any job, so a topology with one bad instance appends nothing; the
 // second gives the session its ID and its children a range of consecutive IDs, appends
-// the session, then the instances in windows, pipelined.
+// the session, then the instances in windows. One goroutine expands and encodes the
+// next window while this one appends the last.
 func (s *Service) submitStream(ctx context.Context, sub Submission, t *dds.Topology) (Accepted, error) {
 	st := newStamper(sub)
+	if err := s.checkStream(sub, t, st); err != nil {
+		return Accepted{}, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	a := &appender{s: s, sub: sub, st: st, now: s.deps.Now(), parent: events.NewID(), children: events.NewIDRange(t.Count()),
+		eventIDs: events.NewIDRange(t.Count() + 1), sp: newSplicer()}
+	acc := Accepted{Parent: a.parent, Jobs: make([]string, 0, t.Count()+1)}
+	// Two windows circulate: one being filled, one being appended.
+	full, empty := make(chan *window, 1), make(chan *window, 2)
+	empty <- &window{}
+	empty <- &window{}
+	var expandErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(full)
+		expandErr = a.expand(ctx, t, full, empty)
+	}()
+	var err error
+	for w := range full {
+		if err == nil {
+			err = s.appendWindow(ctx, w, &acc)
+			if err != nil {
+				cancel() // the expansion stops at its next window
+			}
+		}
+		w.reset()
+		empty <- w
+	}
+	<-done
+	if err == nil && expandErr != nil && ctx.Err() == nil {
+		err = expandErr
+	}
+	if err == nil && len(acc.Jobs) != t.Count()+1 {
+		err = ctx.Err()
+	}
+	return acc, err
+}
+
+// checkStream is the first expansion: every instance checked as Submit checks a job.
+// The instances of one shape (splice.go) hold the same strings but for their slots, so
+// each shape is walked once by validateJob and every further instance only in its
+// slots; Check, when set, sees every instance.
+func (s *Service) checkStream(sub Submission, t *dds.Topology, st stamper) error {
+	seen := map[shapeKey]bool{}
+	var slots []slot
 	i := 0
-	err := t.Each(func(j *events.Job) error {
+	return t.Each(func(j *events.Job) error {
 		st.stamp(j, i)
-		if err := validateJob(*j, s.fields); err != nil {
-			return fmt.Errorf("%w: %s: job %d: %v", ErrInvalid, sub.File, i, err)
+		key, shaped := shapeOf(j)
+		if !shaped || !seen[key] || !plainSlots(slotsOf(j, slots[:0])) {
+			if err := validateJob(*j, s.fields); err != nil {
+				return fmt.Errorf("%w: %s: job %d: %v", ErrInvalid, sub.File, i, err)
+			}
+			seen[key] = shaped
 		}
 		if s.deps.Check != nil {
 			if err := s.deps.Check(*j); err != nil {
@@ -65,37 +119,72 @@ func (s *Service) submitStream(ctx context.Context, sub Submission, t *dds.Topol
 		i++
 		return nil
 	})
-	if err != nil {
-		return Accepted{}, err
-	}
-	a := appender{s: s, ctx: ctx, sub: sub, now: s.deps.Now(), parent: events.NewID(), children: events.NewIDRange(t.Count())}
-	a.acc = Accepted{Parent: a.parent, Jobs: make([]string, 0, t.Count()+1)}
-	i = 0
-	err = t.Each(func(j *events.Job) error {
-		st.stamp(j, i)
-		i++
-		return a.add(j)
-	})
-	if err == nil {
-		err = a.flush()
-	}
-	return a.acc, err
 }
 
-// appender links, encodes and appends a stream's jobs.
+// plainSlots reports whether no slot holds what validateJob refuses: a NUL byte, or a
+// control character in a name.
+func plainSlots(slots []slot) bool {
+	for _, sl := range slots {
+		if sl.s != nil && (strings.IndexByte(*sl.s, 0) >= 0 || sl.name && strings.IndexFunc(*sl.s, isControl) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// window is a batch of submitted events and the one buffer their payloads share.
+type window struct {
+	events []events.Event
+	data   []byte
+}
+
+// reset empties the window for the next batch. The payloads' buffer is a new one, as
+// large as the last: a store may keep the events it was given (Data included).
+func (w *window) reset() {
+	w.events, w.data = w.events[:0], make([]byte, 0, cap(w.data))
+}
+
+// appender links and encodes a stream's jobs.
 type appender struct {
 	s        *Service
-	ctx      context.Context
 	sub      Submission
+	st       stamper
 	now      time.Time
 	parent   string
 	children events.IDRange
-	next     int
-	window   []events.Event
-	acc      Accepted
+	eventIDs events.IDRange // the submitted events' IDs, one per job
+	sp       *splicer
 }
 
-func (a *appender) add(j *events.Job) error {
+// expand is the second expansion: the session is sent alone in the first window, its
+// children follow in windows of streamWindow.
+func (a *appender) expand(ctx context.Context, t *dds.Topology, full chan<- *window, empty <-chan *window) error {
+	w := <-empty
+	i := 0
+	err := t.Each(func(j *events.Job) error {
+		a.st.stamp(j, i)
+		if err := a.add(w, j, i); err != nil {
+			return err
+		}
+		i++
+		if i == 1 || len(w.events) == streamWindow {
+			full <- w
+			select {
+			case w = <-empty:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	})
+	if err == nil && len(w.events) > 0 {
+		full <- w
+	}
+	return err
+}
+
+// add links the i-th job and appends its submitted event to the window.
+func (a *appender) add(w *window, j *events.Job, i int) error {
 	j.Submitter = a.sub.Submitter
 	route := ""
 	if j.Kind == events.KindGroup {
@@ -106,39 +195,38 @@ func (a *appender) add(j *events.Job) error {
 			j.Children = a.children.IDs()
 		}
 	} else {
-		j.ID, j.Parent = a.children.At(a.next), a.parent
-		a.next++
+		j.ID, j.Parent = a.children.At(i-1), a.parent
 	}
 	anchorDeadline(j, a.now)
-	e, err := events.New(j.ID, events.Submitted, route, a.now, j)
-	if err != nil {
-		return err
+	start := len(w.data)
+	var err error
+	if w.data, err = a.sp.appendJob(w.data, j); err != nil {
+		return fmt.Errorf("encoding job %s: %w", j.ID, err)
 	}
-	e.Principal = a.sub.Submitter
-	if j.Kind == events.KindGroup {
-		// The session first, alone: its children point at it.
-		if _, err := a.s.deps.Store.Create(a.ctx, e); err != nil {
-			return fmt.Errorf("storing job %s: %w", j.ID, err)
-		}
-		a.acc.Jobs = append(a.acc.Jobs, j.ID)
-		return nil
-	}
-	a.window = append(a.window, e)
-	if len(a.window) == streamWindow {
-		return a.flush()
-	}
+	// When w.data grows it moves, and the payloads before stay where they were.
+	w.events = append(w.events, events.Event{ID: a.eventIDs.At(i), Name: events.Submitted, JobID: j.ID, Route: route,
+		Time: a.now.UTC(), Principal: a.sub.Submitter, Data: json.RawMessage(w.data[start:len(w.data):len(w.data)])})
 	return nil
 }
 
-func (a *appender) flush() error {
-	errs := a.s.createAll(a.ctx, a.window)
-	for i, e := range a.window {
+// appendWindow appends a window: the session alone (its children point at it), or
+// instances all at once.
+func (s *Service) appendWindow(ctx context.Context, w *window, acc *Accepted) error {
+	if len(w.events) == 1 && w.events[0].Route == events.RouteGroup {
+		e := w.events[0]
+		if _, err := s.deps.Store.Create(ctx, e); err != nil {
+			return fmt.Errorf("storing job %s: %w", e.JobID, err)
+		}
+		acc.Jobs = append(acc.Jobs, e.JobID)
+		return nil
+	}
+	errs := s.createAll(ctx, w.events)
+	for i, e := range w.events {
 		if errs[i] != nil {
 			return fmt.Errorf("storing job %s: %w", e.JobID, errs[i])
 		}
-		a.acc.Jobs = append(a.acc.Jobs, e.JobID)
+		acc.Jobs = append(acc.Jobs, e.JobID)
 	}
-	a.window = a.window[:0]
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/gridwire/gridwire/events"
@@ -67,5 +68,32 @@ func TestStreamedTopologyWithABadInstanceStoresNothing(t *testing.T) {
 	_, err := s.Submit(context.Background(), Submission{File: "big.xml", Data: bigTopology(StreamMin / 4)})
 	if !errors.Is(err, ErrInvalid) || len(store.created) != 0 {
 		t.Fatalf("%v with %d events stored, want refused with none", err, len(store.created))
+	}
+}
+
+// failingStore stores n events, then refuses every one.
+type failingStore struct {
+	memStore
+	n int
+}
+
+func (f *failingStore) Create(ctx context.Context, e events.Event) (uint64, error) {
+	if len(f.created) == f.n {
+		return 0, errors.New("the store is full")
+	}
+	return f.memStore.Create(ctx, e)
+}
+
+// A store that fails in the middle of a stream ends it: Submit returns the store's
+// error, the jobs stored before it as accepted, and expands no further.
+func TestStreamedTopologyStopsAtAStoreError(t *testing.T) {
+	store := &failingStore{n: streamWindow + 100}
+	s, _ := New(Config{}, Deps{Store: store})
+	acc, err := s.Submit(context.Background(), Submission{File: "big.xml", Data: bigTopology(StreamMin / 4)})
+	if err == nil || !strings.Contains(err.Error(), "the store is full") || len(store.created) != store.n {
+		t.Fatalf("%v with %d stored, want the store's error after %d", err, len(store.created), store.n)
+	}
+	if len(acc.Jobs) > store.n {
+		t.Fatalf("%d jobs accepted, %d stored", len(acc.Jobs), store.n)
 	}
 }
