@@ -18,6 +18,7 @@ import (
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/pkg/target"
 	"github.com/nats-io/nats.go"
+	"golang.org/x/sys/unix"
 )
 
 // ForkTarget runs jobs on this host, detached from the executor: each job's script runs
@@ -78,12 +79,14 @@ func (f *ForkTarget) Start(ctx context.Context, st events.State) (events.Started
 		_ = os.Remove(filepath.Join(wd, events.StartMarker))
 		return events.StartedData{}, err
 	}
+	pidfd := -1
+	cmd.SysProcAttr.PidFD = &pidfd
 	if err := cmd.Start(); err != nil {
 		// Nothing runs: give the lock back so a retry starts cleanly.
 		_ = os.Remove(filepath.Join(wd, events.StartMarker))
 		return events.StartedData{}, fmt.Errorf("spawning job %s: %w", st.JobID, err)
 	}
-	go f.reap(cmd, st.JobID)
+	go f.reap(cmd, pidfd, st.JobID)
 	return f.started(strconv.Itoa(cmd.Process.Pid), false), nil
 }
 
@@ -229,11 +232,48 @@ var hostName = sync.OnceValue(func() string {
 })
 
 // reap waits for the child so it does not linger as a zombie, then hints the watcher.
-func (f *ForkTarget) reap(cmd *exec.Cmd, jobID string) {
-	_ = cmd.Wait()
+// The kernel says when it exits: its pidfd, watched by the runtime's poller, so a
+// running job holds no thread (cmd.Wait blocks one in waitid for the job's whole run:
+// ten thousand running jobs would pass Go's limit of threads and end the process).
+// Where the kernel gave no pidfd, cmd.Wait does it.
+func (f *ForkTarget) reap(cmd *exec.Cmd, pidfd int, jobID string) {
+	if pidfd < 0 || !reapPidfd(pidfd) {
+		_ = cmd.Wait()
+	} else {
+		_ = cmd.Process.Release()
+	}
 	if f.Hints != nil && !f.Hints.IsClosed() {
 		_ = f.Hints.Publish(events.HintSubject("exit", f.Cluster), []byte(jobID))
 	}
+}
+
+// reapPidfd waits, without a thread, until the child behind pidfd has exited, and reaps
+// it; it closes pidfd. False: the child was not reaped here (it is the caller's to
+// wait for).
+func reapPidfd(pidfd int) bool {
+	if err := syscall.SetNonblock(pidfd, true); err != nil {
+		_ = syscall.Close(pidfd)
+		return false
+	}
+	fd := os.NewFile(uintptr(pidfd), "pidfd")
+	defer fd.Close()
+	rc, err := fd.SyscallConn()
+	if err != nil {
+		return false
+	}
+	reaped := false
+	err = rc.Read(func(fd uintptr) bool {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PIDFD, int(fd), &info, unix.WEXITED|unix.WNOHANG, nil)
+		switch {
+		case err == syscall.EINTR || err == syscall.EAGAIN || err == nil && info.Signo == 0:
+			return false // still running: wait until the pidfd is readable
+		case err == nil:
+			reaped = true
+		}
+		return true
+	})
+	return err == nil && reaped
 }
 
 // FindRun implements RunFinder: the run whose PID an earlier attempt's child wrote into

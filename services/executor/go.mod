@@ -7,6 +7,7 @@ require (
 	github.com/gridwire/gridwire/pkg v0.0.0
 	github.com/nats-io/nats.go v1.55.0
 	golang.org/x/sync v0.24.0
+	golang.org/x/sys v0.49.0
 )
 
 require (
@@ -27,7 +28,6 @@ require (
 	github.com/pkg/sftp v1.13.12 // indirect
 	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
 )
 
