@@ -81,13 +81,53 @@ type template struct {
 	ok     bool // false: the shape is marshalled instance by instance
 }
 
+// shapeTable finds a value by shape: by a scan while there are few shapes (a topology
+// has a shape per task entry of its main), by a map beyond. Hashing three strings for
+// every instance cost more than the scan.
+type shapeTable[T any] struct {
+	keys []shapeKey
+	vals []T
+	m    map[shapeKey]int
+}
+
+const shapeScanMax = 16
+
+func (t *shapeTable[T]) get(k shapeKey) (T, bool) {
+	if t.m != nil {
+		if i, ok := t.m[k]; ok {
+			return t.vals[i], true
+		}
+	} else {
+		for i := range t.keys {
+			if t.keys[i] == k {
+				return t.vals[i], true
+			}
+		}
+	}
+	var zero T
+	return zero, false
+}
+
+func (t *shapeTable[T]) put(k shapeKey, v T) {
+	t.keys, t.vals = append(t.keys, k), append(t.vals, v)
+	if len(t.keys) > shapeScanMax {
+		if t.m == nil {
+			t.m = make(map[shapeKey]int, len(t.keys))
+			for i, k := range t.keys {
+				t.m[k] = i
+			}
+		}
+		t.m[k] = len(t.keys) - 1
+	}
+}
+
 // splicer encodes the submitted payloads of a stream's instances.
 type splicer struct {
-	shapes map[shapeKey]*template
+	shapes shapeTable[*template]
 	slots  []slot // scratch
 }
 
-func newSplicer() *splicer { return &splicer{shapes: map[shapeKey]*template{}} }
+func newSplicer() *splicer { return &splicer{} }
 
 // appendJob appends j as json.Marshal encodes it.
 func (sp *splicer) appendJob(b []byte, j *events.Job) ([]byte, error) {
@@ -95,10 +135,10 @@ func (sp *splicer) appendJob(b []byte, j *events.Job) ([]byte, error) {
 	if !ok {
 		return appendMarshal(b, j)
 	}
-	t := sp.shapes[key]
+	t, _ := sp.shapes.get(key)
 	if t == nil {
 		t = newTemplate(j)
-		sp.shapes[key] = t
+		sp.shapes.put(key, t)
 		if t.ok {
 			// The first instance of the shape checks the cut: spliced and marshalled
 			// must be the same bytes, or the shape is marshalled from now on.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -82,9 +83,9 @@ func TestSplicedPayloadIsMarshal(t *testing.T) {
 				t.Fatalf("%s: job %d (%v):\nspliced   %s\nmarshalled prefix%s", name, i, err, got, want)
 			}
 		})
-		for key, tpl := range sp.shapes {
+		for k, tpl := range sp.shapes.vals {
 			if !tpl.ok {
-				t.Errorf("%s: shape %v is marshalled, not spliced", name, key)
+				t.Errorf("%s: shape %v is marshalled, not spliced", name, sp.shapes.keys[k])
 			}
 		}
 	}
@@ -162,4 +163,20 @@ func blankSlots(j *events.Job) events.Job {
 		}
 	}
 	return c
+}
+
+// A shape table finds every shape it was given, by its scan and, past shapeScanMax
+// shapes, by its map, and no other.
+func TestShapeTable(t *testing.T) {
+	var tab shapeTable[int]
+	key := func(i int) shapeKey { return shapeKey{"t" + strconv.Itoa(i%7), "g" + strconv.Itoa(i/7), ""} }
+	for i := range 3 * shapeScanMax {
+		tab.put(key(i), i)
+		for j := range 3 * shapeScanMax {
+			v, ok := tab.get(key(j))
+			if ok != (j <= i) || ok && v != j {
+				t.Fatalf("after %d puts, get(%v) = %d, %v", i+1, key(j), v, ok)
+			}
+		}
+	}
 }

@@ -99,17 +99,24 @@ func (s *Service) submitStream(ctx context.Context, sub Submission, t *dds.Topol
 // each shape is walked once by validateJob and every further instance only in its
 // slots; Check, when set, sees every instance.
 func (s *Service) checkStream(sub Submission, t *dds.Topology, st stamper) error {
-	seen := map[shapeKey]bool{}
+	var seen shapeTable[bool]
 	var slots []slot
 	i := 0
 	return t.Each(func(j *events.Job) error {
 		st.stamp(j, i)
 		key, shaped := shapeOf(j)
-		if !shaped || !seen[key] || !plainSlots(slotsOf(j, slots[:0])) {
+		checked := false
+		if shaped {
+			checked, _ = seen.get(key)
+		}
+		slots = slotsOf(j, slots[:0])
+		if !checked || !plainSlots(slots) {
 			if err := validateJob(*j, s.fields); err != nil {
 				return fmt.Errorf("%w: %s: job %d: %v", ErrInvalid, sub.File, i, err)
 			}
-			seen[key] = shaped
+			if shaped && !checked {
+				seen.put(key, true)
+			}
 		}
 		if s.deps.Check != nil {
 			if err := s.deps.Check(*j); err != nil {

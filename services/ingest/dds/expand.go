@@ -14,49 +14,96 @@ import (
 // n times in order, a counter per static path giving each task and collection instance
 // its index, and tasks of a collection numbered within their collection instance.
 type expander struct {
-	t        *topology
-	emit     func(*events.Job) error
-	err      error // emit's first error: expansion stops
-	slot     int   // instances emitted so far
-	counters map[string]int
+	t    *topology
+	emit func(*events.Job) error
+	err  error // emit's first error: expansion stops
+	slot int   // instances emitted so far
+	// counters hold the next index of each static path outside collections. A
+	// collection instance numbers its tasks with counters of its own (inCollection),
+	// its path being its own.
+	counters map[string]*int
 	// units counts the instances of each task outside collections and of each
-	// collection, by name, as DDS's scheduler counts them against maxinstances.
-	units map[string]int
+	// collection, as DDS's scheduler counts them against maxinstances.
+	taskUnits       map[*task]int
+	collectionUnits map[*collection]int
+	inCollection    []entryCounter
+}
+
+// entryCounter is the next index of one task name inside the current collection instance.
+type entryCounter struct {
+	task string
+	next int
 }
 
 func expand(t *topology, emit func(*events.Job) error) error {
-	e := &expander{t: t, emit: emit, counters: map[string]int{}, units: map[string]int{}}
+	e := &expander{t: t, emit: emit, counters: map[string]*int{}, taskUnits: map[*task]int{}, collectionUnits: map[*collection]int{}}
 	e.group(&t.main, t.mainName)
 	return e.err
 }
 
+// counter is the index counter of a static path.
+func (e *expander) counter(static string) *int {
+	c := e.counters[static]
+	if c == nil {
+		c = new(int)
+		e.counters[static] = c
+	}
+	return c
+}
+
 func (e *expander) group(g *group, path string) {
+	// Each member's static path and counter, once: they are the same in every round.
+	statics := make([]string, len(g.members))
+	counters := make([]*int, len(g.members))
+	for k, m := range g.members {
+		if m.kind == "group" {
+			statics[k] = path + "/" + m.group.name
+			continue
+		}
+		statics[k] = path + "/" + m.name
+		counters[k] = e.counter(statics[k])
+	}
 	for i := 0; i < g.n && e.err == nil; i++ {
-		for _, m := range g.members {
+		for k, m := range g.members {
 			switch m.kind {
 			case "task":
-				e.task(e.t.tasks[m.name], path+"/"+m.name, g.name, nil, "", -1, e.alone(e.t.tasks[m.name]))
+				tk := e.t.tasks[m.name]
+				e.task(tk, statics[k], counters[k], g.name, nil, "", -1, e.alone(tk))
 			case "collection":
-				e.collection(e.t.collections[m.name], path+"/"+m.name, g.name)
+				e.collection(e.t.collections[m.name], statics[k], counters[k], g.name)
 			case "group":
-				e.group(m.group, path+"/"+m.group.name)
+				e.group(m.group, statics[k])
 			}
 		}
 	}
 }
 
-func (e *expander) collection(c *collection, static, groupName string) {
-	index := e.counters[static]
-	e.counters[static] = index + 1
+func (e *expander) collection(c *collection, static string, counter *int, groupName string) {
+	index := *counter
+	*counter = index + 1
 	cpath := static + "_" + strconv.Itoa(index)
-	unit := e.units["collection\x00"+c.name]
-	e.units["collection\x00"+c.name] = unit + 1
+	unit := e.collectionUnits[c]
+	e.collectionUnits[c] = unit + 1
 	place := &events.HostPlacement{Together: cpath, Spread: c.name, Index: unit, MaxPerHost: c.maxPerHost, From: c.maxFrom}
+	// Paths under cpath are this instance's alone: its tasks count from 0, by name.
+	e.inCollection = e.inCollection[:0]
 	for _, en := range c.entries {
+		ctr := e.entryCounter(en.task)
 		for k := 0; k < en.n; k++ {
-			e.task(e.t.tasks[en.task], cpath+"/"+en.task, groupName, c, cpath, index, place)
+			e.task(e.t.tasks[en.task], cpath+"/"+en.task, ctr, groupName, c, cpath, index, place)
 		}
 	}
+}
+
+// entryCounter is the counter of a task name in the current collection instance.
+func (e *expander) entryCounter(name string) *int {
+	for i := range e.inCollection {
+		if e.inCollection[i].task == name {
+			return &e.inCollection[i].next
+		}
+	}
+	e.inCollection = append(e.inCollection, entryCounter{task: name})
+	return &e.inCollection[len(e.inCollection)-1].next
 }
 
 // alone is the placement of an instance of a task outside any collection: counted
@@ -65,14 +112,14 @@ func (e *expander) alone(tk *task) *events.HostPlacement {
 	if tk.maxPerHost == 0 {
 		return nil
 	}
-	unit := e.units["task\x00"+tk.name]
-	e.units["task\x00"+tk.name] = unit + 1
+	unit := e.taskUnits[tk]
+	e.taskUnits[tk] = unit + 1
 	return &events.HostPlacement{Spread: tk.name, Index: unit, MaxPerHost: tk.maxPerHost, From: tk.maxFrom}
 }
 
-func (e *expander) task(tk *task, static, groupName string, c *collection, cpath string, cindex int, place *events.HostPlacement) {
-	index := e.counters[static]
-	e.counters[static] = index + 1
+func (e *expander) task(tk *task, static string, counter *int, groupName string, c *collection, cpath string, cindex int, place *events.HostPlacement) {
+	index := *counter
+	*counter = index + 1
 	taskPath := static + "_" + strconv.Itoa(index)
 	ti := strconv.Itoa(index)
 	ci := ""
