@@ -59,17 +59,23 @@ func (k *SigningKey) signBatch(evs []Event) {
 		return
 	}
 	leaves := make([][sha256.Size]byte, len(evs))
+	var buf []byte
 	for i := range evs {
-		leaves[i] = leafHash(SigningBytes(evs[i], evs[i].Name.Version()))
+		buf = appendSigningBytes(buf[:0], evs[i], evs[i].Name.Version())
+		leaves[i] = leafHash(buf)
 	}
 	levels := treeLevels(leaves)
 	root := levels[len(levels)-1][0]
-	sig := base64.RawURLEncoding.EncodeToString(ed25519.Sign(k.priv, batchBytes(len(evs), root)))
+	head := base64.RawURLEncoding.AppendEncode(nil, ed25519.Sign(k.priv, batchBytes(len(evs), root)))
 	count := strconv.Itoa(len(evs))
+	var path []byte
 	for i := range evs {
-		evs[i].Signer = k.pub
-		evs[i].Signature = strings.Join([]string{sig, strconv.Itoa(i), count,
-			base64.RawURLEncoding.EncodeToString(auditPath(levels, i))}, batchSep)
+		path = auditPath(path[:0], levels, i)
+		buf = append(buf[:0], head...)
+		buf = strconv.AppendInt(append(buf, batchSep...), int64(i), 10)
+		buf = append(append(buf, batchSep...), count...)
+		buf = base64.RawURLEncoding.AppendEncode(append(buf, batchSep...), path)
+		evs[i].Signer, evs[i].Signature = k.pub, string(buf)
 	}
 }
 
@@ -112,9 +118,8 @@ func treeLevels(leaves [][sha256.Size]byte) [][][sha256.Size]byte {
 	return levels
 }
 
-// auditPath is the sibling hashes from leaf i up to the root, concatenated.
-func auditPath(levels [][][sha256.Size]byte, i int) []byte {
-	var path []byte
+// auditPath appends to path the sibling hashes from leaf i up to the root.
+func auditPath(path []byte, levels [][][sha256.Size]byte, i int) []byte {
 	for _, level := range levels[:len(levels)-1] {
 		switch {
 		case i%2 == 1:
@@ -208,7 +213,8 @@ func (r *Keyring) verifyBatch(signer string, pub ed25519.PublicKey, signature st
 		return fmt.Errorf("the path does not fit place %d of %d", b.index, b.count)
 	}
 	msg := batchBytes(b.count, root)
-	key := signer + batchSep + string(b.sig) + string(msg)
+	var kb [256]byte
+	key := append(append(append(kb[:0], signer...), b.sig...), msg...)
 	if r.roots.has(key) {
 		return nil
 	}
@@ -229,17 +235,17 @@ type rootCache struct {
 // reads a batch's events together, so a small cache is enough.
 const rootCacheSize = 1 << 12
 
-func (c *rootCache) has(key string) bool {
+func (c *rootCache) has(key []byte) bool {
 	if c == nil {
 		return false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, ok := c.seen[key]
+	_, ok := c.seen[string(key)]
 	return ok
 }
 
-func (c *rootCache) add(key string) {
+func (c *rootCache) add(key []byte) {
 	if c == nil {
 		return
 	}
@@ -248,5 +254,5 @@ func (c *rootCache) add(key string) {
 	if len(c.seen) >= rootCacheSize {
 		clear(c.seen)
 	}
-	c.seen[key] = struct{}{}
+	c.seen[string(key)] = struct{}{}
 }

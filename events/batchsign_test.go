@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/events/eventstest"
@@ -263,4 +265,19 @@ func BenchmarkVerifyBatch(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(bodies)), "ns/event")
+}
+
+// SigningBytes never changes for an event already signed: a log's stored signatures
+// must keep verifying. The digests were taken from the first version of SigningBytes.
+func TestSigningBytesAreStable(t *testing.T) {
+	e := events.Event{ID: "01JDQ0000000000000000000EV", Name: events.Started, JobID: "01JDQ0000000000000000000JB",
+		Source: "gridwire/executor/host-1", Route: "hpc1", Time: time.Date(2026, 11, 23, 16, 30, 0, 123456789, time.UTC),
+		Principal: "alice", PrevHash: "ab", PrevSeq: 41, Data: []byte(`{"native_id":"42"}`)}
+	if got := fmt.Sprintf("%x", sha256.Sum256(events.SigningBytes(e, 1))); got != "d166cb2c5b46279d78a58066049c6f8de56eb0300f3d3768a5c6a656c4dbbfb2" {
+		t.Errorf("signing bytes of a started event changed: sha256 %s", got)
+	}
+	e.Data, e.Route, e.PrevSeq = nil, "", 0
+	if got := fmt.Sprintf("%x", sha256.Sum256(events.SigningBytes(e, 2))); got != "3df6ce6b5e260673b932c78e2fd7f2156e4473e3db9b31e8ed02abca9be800a8" {
+		t.Errorf("signing bytes of an event without data, route or link changed: sha256 %s", got)
+	}
 }

@@ -268,24 +268,41 @@ const signingDomain = "gridwire-event-signature-v1"
 // the data as written, the route the event is stored under and the chain link (prevseq,
 // prevhash), each length-prefixed. The signature attributes themselves are not in it.
 func SigningBytes(e Event, version int) []byte {
+	return appendSigningBytes(make([]byte, 0, signingSize(e)), e, version)
+}
+
+// appendSigningBytes appends e's signing bytes to dst, field by field, without building
+// anything else.
+func appendSigningBytes(dst []byte, e Event, version int) []byte {
 	data := e.Data
 	if len(data) == 0 {
 		data = []byte("{}")
 	}
 	var tb [40]byte
-	fields := [][]byte{
-		[]byte(signingDomain), []byte(e.ID), []byte(e.Name), strconv.AppendInt(nil, int64(version), 10),
-		[]byte(e.Source), []byte(e.JobID), []byte(e.Route), e.Time.UTC().AppendFormat(tb[:0], time.RFC3339Nano),
-		[]byte(e.Principal), []byte(e.PrevHash), strconv.AppendUint(nil, e.PrevSeq, 10), data,
-	}
-	n := 0
-	for _, f := range fields {
-		n += binary.MaxVarintLen64 + len(f)
-	}
-	out := make([]byte, 0, n)
-	for _, f := range fields {
-		out = binary.AppendUvarint(out, uint64(len(f)))
-		out = append(out, f...)
-	}
-	return out
+	var nb [20]byte
+	dst = appendField(dst, signingDomain)
+	dst = appendField(dst, e.ID)
+	dst = appendField(dst, e.Name)
+	dst = appendField(dst, strconv.AppendInt(nb[:0], int64(version), 10))
+	dst = appendField(dst, e.Source)
+	dst = appendField(dst, e.JobID)
+	dst = appendField(dst, e.Route)
+	dst = appendField(dst, e.Time.UTC().AppendFormat(tb[:0], time.RFC3339Nano))
+	dst = appendField(dst, e.Principal)
+	dst = appendField(dst, e.PrevHash)
+	dst = appendField(dst, strconv.AppendUint(nb[:0], e.PrevSeq, 10))
+	return appendField(dst, data)
+}
+
+// appendField appends one length-prefixed field.
+func appendField[T ~string | ~[]byte](dst []byte, f T) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(f)))
+	return append(dst, f...)
+}
+
+// signingSize bounds the length of e's signing bytes.
+func signingSize(e Event) int {
+	const fields, fixed = 12, len(signingDomain) + 20 + 40 + 20 + 2 // domain, version, time, prevseq, "{}"
+	return fields*binary.MaxVarintLen64 + fixed + len(e.ID) + len(e.Name) + len(e.Source) + len(e.JobID) +
+		len(e.Route) + len(e.Principal) + len(e.PrevHash) + len(e.Data)
 }

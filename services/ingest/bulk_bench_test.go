@@ -7,14 +7,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/events/eventstest"
 )
 
 // BenchmarkSubmitOneAtATime and BenchmarkSubmitBulk submit b.N small v3 jobs against an
 // embedded JetStream on disk: one Submit per job from 64 goroutines, or SubmitAll of
-// 1,000 from 4. Both store every submitted event before returning.
-func BenchmarkSubmitOneAtATime(b *testing.B) {
-	svc := benchService(b)
+// 1,000 from 4. Both store every submitted event before returning. The Signed variants
+// sign as a deployed ingest does (one signature an event, or one a batch in bulk).
+func BenchmarkSubmitOneAtATime(b *testing.B)       { benchSubmitOne(b, benchService(b, false)) }
+func BenchmarkSubmitOneAtATimeSigned(b *testing.B) { benchSubmitOne(b, benchService(b, true)) }
+func BenchmarkSubmitBulk(b *testing.B)             { benchSubmitBulk(b, benchService(b, false)) }
+func BenchmarkSubmitBulkSigned(b *testing.B)       { benchSubmitBulk(b, benchService(b, true)) }
+
+func benchSubmitOne(b *testing.B, svc *Service) {
 	ctx := context.Background()
 	sub := Submission{File: "bench.json", Data: []byte(`{"version":3,"executable":"/bin/true"}`), Submitter: "bench"}
 	b.SetParallelism(32)
@@ -29,8 +35,7 @@ func BenchmarkSubmitOneAtATime(b *testing.B) {
 	})
 }
 
-func BenchmarkSubmitBulk(b *testing.B) {
-	svc := benchService(b)
+func benchSubmitBulk(b *testing.B, svc *Service) {
 	ctx := context.Background()
 	sub := Submission{File: "bench.json", Data: []byte(`{"version":3,"executable":"/bin/true"}`), Submitter: "bench"}
 	b.ResetTimer()
@@ -74,8 +79,21 @@ func reportCPU(b *testing.B) func() {
 	return func() { b.ReportMetric(float64((cpu()-start).Microseconds())/float64(b.N), "cpu-us/op") }
 }
 
-func benchService(b *testing.B) *Service {
-	_, st := eventstest.Open(b, "bench/ingest")
+// benchService is a service on an embedded JetStream, signing with a fresh ingest key
+// when signed.
+func benchService(b *testing.B, signed bool) *Service {
+	bus, st := eventstest.Open(b, "bench/ingest")
+	if signed {
+		seed, err := events.NewSeed()
+		if err != nil {
+			b.Fatal(err)
+		}
+		key, err := events.NewSigningKey(seed, events.Grant{Role: events.RoleIngest})
+		if err != nil {
+			b.Fatal(err)
+		}
+		st = events.NewStore(bus.Conn, bus.JS, events.SourcePrefix+"ingest/bench", events.WithSigningKey(key))
+	}
 	svc, err := New(Config{}, Deps{Store: st})
 	if err != nil {
 		b.Fatal(err)
