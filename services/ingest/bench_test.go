@@ -10,8 +10,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/gridwire/gridwire/events/eventstest"
 )
 
 // cpuTime is the CPU time this process has used (user and system, every thread, so
@@ -135,12 +133,13 @@ func BenchmarkExpandDDS100k(b *testing.B) {
 // 250,000 groups) and submits it into a real embedded JetStream: every submitted event
 // appended and acknowledged (the streamed path). Peak memory is the process's, the
 // embedded server's store included: run it alone under /usr/bin/time -v.
-func BenchmarkSubmitDDSMillion(b *testing.B) {
-	_, store := eventstest.Open(b, "bench/ingest")
-	s, err := New(Config{}, Deps{Store: store})
-	if err != nil {
-		b.Fatal(err)
-	}
+func BenchmarkSubmitDDSMillion(b *testing.B) { benchSubmitDDS(b, benchService(b, false)) }
+
+// BenchmarkSubmitDDSMillionSigned is BenchmarkSubmitDDSMillion signing as a deployed
+// ingest does (one signature a batch of events).
+func BenchmarkSubmitDDSMillionSigned(b *testing.B) { benchSubmitDDS(b, benchService(b, true)) }
+
+func benchSubmitDDS(b *testing.B, s *Service) {
 	data := bigTopology(250_000 / benchScale())
 	start := cpuTime()
 	for b.Loop() {
