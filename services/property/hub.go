@@ -59,7 +59,7 @@ func (h *hub) watch(ctx context.Context, js jetstream.JetStream, name string) er
 	if err != nil {
 		return err
 	}
-	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+	w, err := kv.WatchAll(ctx)
 	if err != nil {
 		return err
 	}
@@ -77,6 +77,10 @@ func (h *hub) watch(ctx context.Context, js jetstream.JetStream, name string) er
 				continue
 			}
 			if entry.Key() == MetaKey {
+				continue
+			}
+			if entry.Operation() != jetstream.KeyValuePut {
+				h.forget(entry.Key())
 				continue
 			}
 			if en, err := decodeEntry(entry.Value()); err == nil {
@@ -108,6 +112,17 @@ func (h *hub) publish(key string, en Entry) {
 		default:
 			h.cutLocked(en.Session, s)
 		}
+	}
+}
+
+// forget drops a key the view purged (its session ended); its watchers are told nothing.
+func (h *hub) forget(key string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := sessionOfKey(key)
+	delete(h.latest[s], key)
+	if len(h.latest[s]) == 0 {
+		delete(h.latest, s)
 	}
 }
 

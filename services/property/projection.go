@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/gridwire/gridwire/events"
@@ -48,13 +49,66 @@ func stamp(ctx context.Context, kv jetstream.KeyValue) (uint64, error) {
 }
 
 // projector keeps the live view up to date with the log: each property_set is written
-// as it is read (a reader waits on it), the stamp every flush interval.
+// as it is read (a reader waits on it), the stamp every flush interval. When a session
+// ends, its entries are purged: nobody may read them any more (its tasks have ended, and
+// their credentials with them), and the log keeps every value for whoever replays it.
 type projector struct {
 	kv      jetstream.KeyValue
 	log     *slog.Logger
 	every   time.Duration
 	folded  uint64
 	written uint64
+	// keys are the view's keys by session, to purge when the session ends: read from the
+	// bucket at start, then kept with each entry written. A job's end that is not a
+	// session's with entries costs a map lookup.
+	keys map[string]map[string]bool
+}
+
+// endNames are the events that end a job: on a session's own record, the session's end.
+var endNames = []events.Name{events.Succeeded, events.Failed, events.Cancelled}
+
+// viewFilters are the events the view folds: property sets and the ends of sessions.
+func viewFilters() []string {
+	f := []string{events.TypeFilter(events.PropertySet, "")}
+	for _, n := range endNames {
+		f = append(f, events.TypeFilter(n, ""))
+	}
+	return f
+}
+
+// ends reports whether name ends a job.
+func ends(name events.Name) bool {
+	return name == events.Succeeded || name == events.Failed || name == events.Cancelled
+}
+
+// sessionOfKey is the session an entry's key belongs to (EntryKey).
+func sessionOfKey(key string) string {
+	s, _, _ := strings.Cut(key, ".")
+	return s
+}
+
+// loadKeys reads the bucket's keys by session.
+func loadKeys(ctx context.Context, kv jetstream.KeyValue) (map[string]map[string]bool, error) {
+	keys := map[string]map[string]bool{}
+	lister, err := kv.ListKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing the keys of %s: %w", kv.Bucket(), err)
+	}
+	defer func() { _ = lister.Stop() }()
+	for k := range lister.Keys() {
+		if k != MetaKey {
+			addKey(keys, k)
+		}
+	}
+	return keys, nil
+}
+
+func addKey(keys map[string]map[string]bool, key string) {
+	s := sessionOfKey(key)
+	if keys[s] == nil {
+		keys[s] = map[string]bool{}
+	}
+	keys[s][key] = true
 }
 
 // runProjector maintains the live view in bucket name until ctx ends; a failure starts it
@@ -84,6 +138,9 @@ func project(ctx context.Context, js jetstream.JetStream, name string, every tim
 	}
 	p := &projector{kv: kv, log: log, every: every}
 	if p.folded, err = stamp(ctx, kv); err != nil {
+		return err
+	}
+	if p.keys, err = loadKeys(ctx, kv); err != nil {
 		return err
 	}
 	p.written = p.folded
@@ -116,9 +173,10 @@ func project(ctx context.Context, js jetstream.JetStream, name string, every tim
 	}
 }
 
-// propertySets reads the log's property_set events from stream sequence from on.
+// propertySets reads the log's property_set events and job ends from stream sequence
+// from on.
 func propertySets(ctx context.Context, js jetstream.JetStream, from uint64) (jetstream.MessagesContext, error) {
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{events.TypeFilter(events.PropertySet, "")},
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: viewFilters(),
 		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: max(from, 1)}
 	cons, err := js.OrderedConsumer(ctx, events.Stream, cfg)
 	if err != nil {
@@ -131,20 +189,45 @@ func propertySets(ctx context.Context, js jetstream.JetStream, from uint64) (jet
 	return it, nil
 }
 
-// fold writes one property_set's entry; one the fold would refuse is left out.
+// fold writes one property_set's entry (one the fold would refuse is left out), or
+// purges the entries of a session that ended.
 func (p *projector) fold(ctx context.Context, m jetstream.Msg) error {
+	if id, name, _, err := events.ParseSubject(m.Subject()); err == nil && ends(name) {
+		return p.end(ctx, m, id)
+	}
 	e, err := stored(m)
 	if err != nil {
 		p.log.Warn("stream message left out of the property view", "subject", m.Subject(), "err", err)
 		return nil
 	}
-	en, err := entryOf(e)
-	if err != nil {
+	if en, err := entryOf(e); err != nil {
 		p.log.Warn("property_set left out of the property view", "job", e.JobID, "seq", e.Seq, "err", err)
-	} else if err := putNewer(ctx, p.kv, en); err != nil {
-		return err
+	} else {
+		if err := putNewer(ctx, p.kv, en); err != nil {
+			return err
+		}
+		addKey(p.keys, EntryKey(en.Session, en.PropertySetData))
 	}
 	p.folded = max(p.folded, e.Seq)
+	return nil
+}
+
+// end purges the entries of job id when it is a session the view holds entries of.
+// Each purge leaves an empty marker in place of the key's values. A projector that is
+// behind may write a session's entry again after another purged it; it purges it again
+// when it reaches the session's end.
+func (p *projector) end(ctx context.Context, m jetstream.Msg, id string) error {
+	meta, err := m.Metadata()
+	if err != nil {
+		return err
+	}
+	for key := range p.keys[id] {
+		if err := p.kv.Purge(ctx, key); err != nil {
+			return fmt.Errorf("purging property %s of ended session %s: %w", key, id, err)
+		}
+	}
+	delete(p.keys, id)
+	p.folded = max(p.folded, meta.Sequence.Stream)
 	return nil
 }
 

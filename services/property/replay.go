@@ -33,14 +33,15 @@ func Rebuild(ctx context.Context, js jetstream.JetStream, bucketName string) (Vi
 	return view, upTo, writeView(ctx, js, bucketName, view, upTo)
 }
 
-// readView folds the property_set events up to sequence upTo.
+// readView folds the property_set events up to sequence upTo, and drops the entries of
+// each session that ended, as the live view does.
 func readView(ctx context.Context, js jetstream.JetStream, upTo uint64) (View, error) {
-	view := View{}
+	view, keys := View{}, map[string]map[string]bool{}
 	if upTo == 0 {
 		return view, nil
 	}
 	cons, err := js.OrderedConsumer(ctx, events.Stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{events.TypeFilter(events.PropertySet, "")}})
+		FilterSubjects: viewFilters()})
 	if err != nil {
 		return nil, fmt.Errorf("rebuilding properties: %w", err)
 	}
@@ -55,19 +56,36 @@ func readView(ctx context.Context, js jetstream.JetStream, upTo uint64) (View, e
 		}
 		for m := range batch.Messages() {
 			pending--
-			e, err := stored(m)
-			if err != nil || e.Seq > upTo {
-				continue
-			}
-			if en, err := entryOf(e); err == nil {
-				view[EntryKey(en.Session, en.PropertySetData)] = en
-			}
+			foldView(view, keys, m, upTo)
 		}
 		if err := batch.Error(); err != nil {
 			return nil, fmt.Errorf("rebuilding properties: %w", err)
 		}
 	}
 	return view, nil
+}
+
+// foldView folds one message of the view's filters into view (keys: its keys by
+// session), if it was stored up to sequence upTo.
+func foldView(view View, keys map[string]map[string]bool, m jetstream.Msg, upTo uint64) {
+	if id, name, _, err := events.ParseSubject(m.Subject()); err == nil && ends(name) {
+		if meta, err := m.Metadata(); err == nil && meta.Sequence.Stream <= upTo {
+			for k := range keys[id] {
+				delete(view, k)
+			}
+			delete(keys, id)
+		}
+		return
+	}
+	e, err := stored(m)
+	if err != nil || e.Seq > upTo {
+		return
+	}
+	if en, err := entryOf(e); err == nil {
+		k := EntryKey(en.Session, en.PropertySetData)
+		view[k] = en
+		addKey(keys, k)
+	}
 }
 
 func writeView(ctx context.Context, js jetstream.JetStream, name string, view View, upTo uint64) error {
@@ -136,7 +154,8 @@ type Comparison struct {
 // sequence upTo. An entry is compared where both saw the same events: a live entry set
 // after upTo has moved on since the rebuild read the log, and a rebuilt entry set after
 // the live view's stamp may not be folded there yet (behind, not wrong, when absent or
-// older). Every other entry must be identical, and present on both sides.
+// older), as a live entry of a session that ended after that stamp may not be purged
+// yet. Every other entry must be identical, and present on both sides.
 func Compare(ctx context.Context, js jetstream.JetStream, bucketName string, rebuilt View, upTo uint64) (Comparison, error) {
 	live, liveSeq, err := Load(ctx, js, bucketName)
 	if err != nil {
@@ -155,12 +174,45 @@ func Compare(ctx context.Context, js jetstream.JetStream, bucketName string, reb
 			c.Differences = append(c.Differences, Difference{Key: k, Live: &l, Rebuilt: &r})
 		}
 	}
+	ended := map[string]uint64{} // by session: the stream sequence of its end, 0 for none
 	for k, l := range live {
-		if _, ok := rebuilt[k]; !ok && l.Seq <= upTo {
-			c.Differences = append(c.Differences, Difference{Key: k, Live: &l})
+		if _, ok := rebuilt[k]; ok || l.Seq > upTo {
+			continue
 		}
+		end, ok := ended[l.Session]
+		if !ok {
+			if end, err = sessionEnd(ctx, js, l.Session); err != nil {
+				return Comparison{}, err
+			}
+			ended[l.Session] = end
+		}
+		if end > liveSeq && end <= upTo {
+			c.Behind++
+			continue
+		}
+		c.Differences = append(c.Differences, Difference{Key: k, Live: &l})
 	}
 	return c, nil
+}
+
+// sessionEnd is the stream sequence of the event that ended session, 0 while it has not.
+func sessionEnd(ctx context.Context, js jetstream.JetStream, session string) (uint64, error) {
+	stream, err := js.Stream(ctx, events.Stream)
+	if err != nil {
+		return 0, fmt.Errorf("looking for the end of session %s: %w", session, err)
+	}
+	var end uint64
+	for _, n := range endNames {
+		m, err := stream.GetLastMsgForSubject(ctx, events.Subject(session, n, "*"))
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+		case err != nil:
+			return 0, fmt.Errorf("looking for the end of session %s: %w", session, err)
+		default:
+			end = max(end, m.Sequence)
+		}
+	}
+	return end, nil
 }
 
 // normal drops the monotonic clock reading, which JSON never carries.
