@@ -21,6 +21,7 @@ import (
 	"github.com/gridwire/gridwire/pkg/taskcred"
 	"github.com/gridwire/gridwire/services/ingest"
 	"github.com/gridwire/gridwire/services/property"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // propertyTopology is a session on the local fork cluster: a server that writes peer and
@@ -137,7 +138,8 @@ func TestPropertiesOnTheForkCluster(t *testing.T) {
 
 // What tasks set is signed like every event (the audit verifies the session), sound
 // (the invariants check each writer's declaration), and the live view rebuilt from the
-// log equals the live one; a tampered live entry is found.
+// log equals the live one, while the session runs and once it has ended and its values
+// left the view; a tampered live entry is found.
 func TestPropertyReplayAndAuditVerbs(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
@@ -161,15 +163,43 @@ func TestPropertyReplayAndAuditVerbs(t *testing.T) {
 			t.Fatalf("PUT: %d %s", code, body)
 		}
 	}
-	h.release(writer, "0")
-	h.release(reader, "0")
-	if st := h.waitEnd(session); st.Status != events.StatusSucceeded {
-		t.Fatalf("session %s", st.Status)
-	}
 	url := "--nats-url=" + h.natsURL()
 	out, errOut, err := runCLI(ctx, "property", "replay", url)
 	if err != nil || !strings.Contains(out, "rebuilt 1 properties") || !strings.Contains(out, "identical to the live view gridwire-properties (0 not folded there yet)") {
 		t.Fatalf("property replay: %v\n%s%s", err, out, errOut)
+	}
+	kv, err := h.client.JS.KeyValue(ctx, property.Bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := kv.Get(ctx, session+".g.peer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.release(writer, "0")
+	h.release(reader, "0")
+	st := h.waitEnd(session)
+	if st.Status != events.StatusSucceeded {
+		t.Fatalf("session %s", st.Status)
+	}
+	// The ended session's values leave the live view (and its stamp passes the end), and
+	// the rebuild agrees.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		_, err := kv.Get(ctx, session+".g.peer")
+		var stamp property.Meta
+		if m, err := kv.Get(ctx, property.MetaKey); err == nil {
+			_ = json.Unmarshal(m.Value(), &stamp)
+		}
+		if errors.Is(err, jetstream.ErrKeyNotFound) && stamp.Seq >= st.LastSeq {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ended session's property is still in the live view (%v), or its stamp %d is before the end %d", err, stamp.Seq, st.LastSeq)
+		}
+	}
+	out, errOut, err = runCLI(ctx, "property", "replay", url)
+	if err != nil || !strings.Contains(out, "rebuilt 0 properties") || !strings.Contains(out, "identical to the live view gridwire-properties (0 not folded there yet)") {
+		t.Fatalf("property replay after the session ended: %v\n%s%s", err, out, errOut)
 	}
 	out, _, err = runCLI(ctx, "audit", "verify", session, url, "--signing-keys="+h.keysDir())
 	if err != nil || !strings.Contains(out, ": 0 broken") || strings.Contains(out, "unsigned") {
@@ -180,14 +210,7 @@ func TestPropertyReplayAndAuditVerbs(t *testing.T) {
 	if err != nil || !strings.Contains(out, "jobs 3 events ") || !strings.Contains(out, " properties 0 ") || !strings.Contains(out, "property_diffs 0") {
 		t.Fatalf("audit invariants: %v\n%s", err, out)
 	}
-	kv, err := h.client.JS.KeyValue(ctx, property.Bucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	live, err := kv.Get(ctx, session+".g.peer")
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A forged entry of the ended session put back into the live view is found.
 	forged := strings.Replace(string(live.Value()), `"value":"second"`, `"value":"forged"`, 1)
 	if _, err := kv.PutString(ctx, session+".g.peer", forged); err != nil || forged == string(live.Value()) {
 		t.Fatalf("forging %s: %v", live.Value(), err)
