@@ -37,7 +37,7 @@ func spliceTopologies(t *testing.T) map[string][]byte {
 }
 
 // streamJobs expands a topology as a stream's second pass does: stamped, linked, each
-// job handed to f (which may keep it: every job is its own).
+// job handed to f as a copy of its own (f may keep it).
 func streamJobs(t *testing.T, data []byte, f func(i int, j *events.Job)) {
 	t.Helper()
 	root, err := xmltree.Parse(data)
@@ -60,7 +60,8 @@ func streamJobs(t *testing.T, data []byte, f func(i int, j *events.Job)) {
 			j.ID = parent
 		}
 		anchorDeadline(j, now)
-		f(i, j)
+		c := *j
+		f(i, &c)
 		i++
 		return nil
 	}); err != nil {

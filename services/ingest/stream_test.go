@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -95,5 +97,36 @@ func TestStreamedTopologyStopsAtAStoreError(t *testing.T) {
 	}
 	if len(acc.Jobs) > store.n {
 		t.Fatalf("%d jobs accepted, %d stored", len(acc.Jobs), store.n)
+	}
+}
+
+// A stream relaxes the collector while it runs and puts the process's own settings
+// back when it ends, the last of two overlapping streams included.
+func TestStreamPutsTheCollectorBack(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
+	beginStreamGC()
+	beginStreamGC()
+	if p := debug.SetGCPercent(-1); p != streamGCPercent || debug.SetMemoryLimit(-1) != streamMemoryLimit {
+		t.Fatalf("during two streams: GOGC %d, limit %d", p, debug.SetMemoryLimit(-1))
+	}
+	debug.SetGCPercent(streamGCPercent)
+	endStreamGC()
+	if p := debug.SetGCPercent(streamGCPercent); p != streamGCPercent {
+		t.Fatalf("with one stream left: GOGC %d", p)
+	}
+	endStreamGC()
+	if p := debug.SetGCPercent(100); p != 100 || debug.SetMemoryLimit(-1) != math.MaxInt64 {
+		t.Fatalf("after both: GOGC %d, limit %d", p, debug.SetMemoryLimit(-1))
+	}
+	// An operator's more relaxed setting is left alone.
+	debug.SetGCPercent(400)
+	beginStreamGC()
+	if p := debug.SetGCPercent(400); p != 400 || debug.SetMemoryLimit(-1) != math.MaxInt64 {
+		t.Fatalf("GOGC 400 became %d, limit %d", p, debug.SetMemoryLimit(-1))
+	}
+	endStreamGC()
+	if p := debug.SetGCPercent(100); p != 400 {
+		t.Fatalf("GOGC 400 became %d after the stream", p)
 	}
 }

@@ -159,7 +159,8 @@ func Prepare(root *xmltree.Element) (*Topology, []diag.Problem) {
 func (t *Topology) Count() int { return int(t.total) }
 
 // Each calls emit with the parent record and then every instance, in DDS's order,
-// keeping none of them, and stops at emit's first error. A main that starts no task is
+// keeping none of them, and stops at emit's first error. The Job emit is given is
+// Each's own, and the next instance overwrites it: emit copies what it keeps. A main that starts no task is
 // valid (the schema's main and group hold any number of tasks and collections, none
 // included, and DDS's scheduler schedules zero of zero): the session is then the parent
 // record alone, which ends as soon as it is decided on.

@@ -27,6 +27,9 @@ type expander struct {
 	taskUnits       map[*task]int
 	collectionUnits map[*collection]int
 	inCollection    []entryCounter
+	// job is the instance being emitted, one struct for all (a job is 960 bytes; emit
+	// copies what it keeps).
+	job events.Job
 }
 
 // entryCounter is the next index of one task name inside the current collection instance.
@@ -162,9 +165,10 @@ func (e *expander) task(tk *task, static string, counter *int, groupName string,
 		events.EnvVar{Name: "DDS_SLOT_ID", Value: slot},
 		events.EnvVar{Name: "DDS_LOCATION", Value: LocationPlaceholder})
 	exe, args := tk.command(ti, ci)
-	e.err = e.emit(&events.Job{Name: taskPath, Executable: exe, StageIn: tk.stageIn,
+	e.job = events.Job{Name: taskPath, Executable: exe, StageIn: tk.stageIn,
 		Arguments: args, Environment: env, DDS: ctx, Substitutions: ddsSubstitutions, Requirements: placement, Restarts: tk.restarts,
-		Original: events.Original{Path: taskPath}})
+		Original: events.Original{Path: taskPath}}
+	e.err = e.emit(&e.job)
 }
 
 var ddsSubstitutions = []string{"session", "dds_location"}
