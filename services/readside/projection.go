@@ -98,42 +98,63 @@ type Table struct {
 	order  []string // job IDs sorted (ULIDs: submission order)
 	counts map[string]map[string]int
 	seq    uint64
-	// scratch is the job a fold starts from (under mu): Apply reads it and the result is
+	// scratch holds the jobs folds start from: Apply reads one and the result is
 	// compacted at once, so a fold allocates no job of its own.
-	scratch events.Job
+	scratch sync.Pool
 }
 
 // NewTable returns an empty table.
 func NewTable() *Table {
-	return &Table{rows: map[string]row{}, counts: map[string]map[string]int{}}
+	return &Table{rows: map[string]row{}, counts: map[string]map[string]int{},
+		scratch: sync.Pool{New: func() any { return new(events.Job) }}}
 }
 
 // Apply folds one stored event into the table (events.Apply, reading of the large
 // payloads only what a row keeps: see applyRow). An event at or below the job's stamp is
 // already folded and changes nothing; an event the state machine refuses leaves the job
 // as it was. It reports whether the job's row changed.
+//
+// The fold runs outside the table's lock, so a replay's shards fold into one table in
+// parallel (each job in one shard); a row that moved meanwhile is folded again.
 func (t *Table) Apply(e events.Event) (bool, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if e.Seq > t.seq {
-		t.seq = e.Seq
+	for {
+		t.mu.RLock()
+		old, ok := t.rows[e.JobID]
+		t.mu.RUnlock()
+		if ok && e.Seq != 0 && e.Seq <= old.st.LastSeq {
+			t.SetSeq(e.Seq)
+			return false, nil
+		}
+		next, err := t.fold(old, e)
+		t.mu.Lock()
+		t.seq = max(t.seq, e.Seq)
+		if cur, still := t.rows[e.JobID]; still != ok || cur.st.LastSeq != old.st.LastSeq {
+			t.mu.Unlock()
+			continue
+		}
+		if err == nil {
+			t.setLocked(next, ok, old)
+		}
+		t.mu.Unlock()
+		return err == nil, err
 	}
-	old, ok := t.rows[e.JobID]
-	if ok && e.Seq != 0 && e.Seq <= old.st.LastSeq {
-		return false, nil
-	}
+}
+
+// fold applies e to a row and compacts the result.
+func (t *Table) fold(old row, e events.Event) (row, error) {
 	from := old.st
 	if old.hasJob {
-		t.scratch = events.Job{}
-		old.fill(&t.scratch)
-		from.Job = &t.scratch
+		j := t.scratch.Get().(*events.Job)
+		defer t.scratch.Put(j)
+		*j = events.Job{}
+		old.fill(j)
+		from.Job = j
 	}
 	next, err := applyRow(from, e)
 	if err != nil {
-		return false, err
+		return row{}, err
 	}
-	t.setLocked(compact(next), ok, old)
-	return true, nil
+	return compact(next), nil
 }
 
 // Set puts a row as it is (a mirror of the KV projection).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -281,4 +282,41 @@ func BenchmarkFoldRecorded(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.N*len(evs))/b.Elapsed().Seconds(), "events/s")
 	})
+}
+
+// A replay's shards fold into one table at once, each job in one shard: the rows are the
+// sequential fold's.
+func TestTableFoldsShardsConcurrently(t *testing.T) {
+	fs, err := eventstest.LoadFixtures(filepath.Join("..", "..", "events", filepath.FromSlash(eventstest.ReplayDir)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []events.Event
+	for _, f := range fs {
+		all = append(all, f.Events...)
+	}
+	want, _ := fullFold(all)
+	const shards = 4
+	table := NewTable()
+	var wg sync.WaitGroup
+	for s := range shards {
+		wg.Go(func() {
+			for _, e := range all {
+				if shardOf(events.Subject(e.JobID, e.Name, e.Route), shards) == s {
+					_, _ = table.Apply(e)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	got := map[string]Row{}
+	for _, r := range table.Rows() {
+		got[r.JobID] = r
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("rows differ from the sequential fold's (-sequential +shards):\n%s", diff)
+	}
+	if ids := table.Meta().Jobs; ids != len(want) || !slices.IsSorted(table.order) {
+		t.Fatalf("%d jobs, want %d; order sorted %v", ids, len(want), slices.IsSorted(table.order))
+	}
 }

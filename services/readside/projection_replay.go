@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"runtime"
-	"slices"
 	"time"
 
 	"github.com/gridwire/gridwire/events"
@@ -79,7 +78,9 @@ func Rebuild(ctx context.Context, js jetstream.JetStream, opts RebuildOptions) (
 	return table, res, nil
 }
 
-// foldStream folds events first..last into shard tables and merges them.
+// foldStream folds events first..last into one table, from shards folding in parallel.
+// Nothing else holds the events or the rows: a replay of a million jobs holds one table
+// and the batches in flight.
 func foldStream(ctx context.Context, stream jetstream.Stream, first, last uint64, opts RebuildOptions, res *RebuildResult) (*Table, error) {
 	table := NewTable()
 	if last == 0 || last < first {
@@ -88,7 +89,7 @@ func foldStream(ctx context.Context, stream jetstream.Stream, first, last uint64
 	shards := make([]*foldShard, opts.Shards)
 	g, gctx := errgroup.WithContext(ctx)
 	for i := range shards {
-		shards[i] = &foldShard{table: NewTable(), in: make(chan []storedMsg, 4), refused: opts.Refused}
+		shards[i] = &foldShard{table: table, in: make(chan []storedMsg, 4), refused: opts.Refused}
 		g.Go(func() error { return shards[i].run(gctx) })
 	}
 	g.Go(func() error {
@@ -105,17 +106,8 @@ func foldStream(ctx context.Context, stream jetstream.Stream, first, last uint64
 	for _, s := range shards {
 		res.Events += s.events
 		res.Refused += s.refusedN
-		for id, r := range s.table.rows {
-			table.rows[id] = r
-			table.count(r.st, 1)
-		}
 	}
-	table.order = make([]string, 0, len(table.rows))
-	for id := range table.rows {
-		table.order = append(table.order, id)
-	}
-	slices.Sort(table.order)
-	table.seq = last
+	table.SetSeq(last)
 	return table, nil
 }
 
@@ -205,7 +197,7 @@ type storedMsg struct {
 	seq     uint64
 }
 
-// foldShard folds its jobs' events into its own table.
+// foldShard folds its jobs' events into the replay's table.
 type foldShard struct {
 	table    *Table
 	in       chan []storedMsg
