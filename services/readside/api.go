@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gridwire/gridwire/events"
@@ -32,6 +33,9 @@ type api struct {
 	log    *slog.Logger
 	// targets reach the hosts jobs ran on, for their output.
 	targets *targets
+	// jobs is the JOBS stream's handle, once looked up (see stored).
+	mu   sync.Mutex
+	jobs jetstream.Stream
 }
 
 // routes registers the read routes, the metrics of reg and the web page on mux.
@@ -197,6 +201,12 @@ func (a *api) job(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, err)
 		return
 	}
+	if asOf.IsZero() {
+		if v, ok := a.fromRow(r.Context(), r.PathValue("id")); ok {
+			httpapi.WriteJSON(w, http.StatusOK, v)
+			return
+		}
+	}
 	evs, err := a.load(r.Context(), r.PathValue("id"))
 	if err == nil && !asOf.IsZero() {
 		evs, err = eventsAsOf(evs, asOf)
@@ -209,6 +219,54 @@ func (a *api) job(w http.ResponseWriter, r *http.Request) {
 	v := ViewOf(st)
 	v.Refused = refused
 	httpapi.WriteJSON(w, http.StatusOK, v)
+}
+
+// fromRow is a job's view from its table row, when the row has folded every event the
+// log holds under the job's subjects: the fold of the whole history, which is what a
+// read through the links gives, without reading one event. The stream counts a job's
+// events from its subject index in memory; a job's history is only ever appended to
+// (JOBS refuses deletes and purges, keeps events of any age and, when full, refuses new
+// ones rather than dropping old ones), so a row that folded as many of the job's events
+// as the stream holds folded all of them. A row
+// behind the log (an event not folded yet), one that refused an event (the read names
+// it), a parent record (its view counts its children, which a row does not keep) and
+// any error are read through the links.
+func (a *api) fromRow(ctx context.Context, id string) (JobView, bool) {
+	st, ok := a.table.Row(id)
+	if !ok || st.Job == nil || st.Job.Kind == events.KindGroup {
+		return JobView{}, false
+	}
+	n, err := a.stored(ctx, id)
+	if err != nil || n != uint64(st.Events) {
+		return JobView{}, false
+	}
+	return ViewOf(st), true
+}
+
+// stored is how many events the stream holds under a job's subjects, from its subject
+// index.
+func (a *api) stored(ctx context.Context, id string) (uint64, error) {
+	a.mu.Lock()
+	s := a.jobs
+	a.mu.Unlock()
+	if s == nil {
+		var err error
+		if s, err = a.js.Stream(ctx, events.Stream); err != nil {
+			return 0, err
+		}
+		a.mu.Lock()
+		a.jobs = s
+		a.mu.Unlock()
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(events.JobFilter(id)))
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	for _, c := range info.State.Subjects {
+		n += c
+	}
+	return n, nil
 }
 
 // eventsAsOf is the history recorded at or before t: its prefix up to the first event

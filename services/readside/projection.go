@@ -56,9 +56,11 @@ type row struct {
 }
 
 // jobSummary is what a row keeps of its job. Restarts stays: the fold needs it to take a
-// restarted event.
+// restarted event. Path and collection are what a job's view shows beyond the table's
+// columns, so a job's view can be served from its row.
 type jobSummary struct {
 	id, name, parent, submitter string
+	path, collection            string
 	kind                        events.Kind
 	restarts                    int
 }
@@ -68,7 +70,11 @@ func compact(st events.State) row {
 	r := row{}
 	if j := st.Job; j != nil {
 		r.hasJob = true
-		r.job = jobSummary{id: j.ID, name: j.Name, parent: j.Parent, submitter: j.Submitter, kind: j.Kind, restarts: j.Restarts}
+		r.job = jobSummary{id: j.ID, name: j.Name, parent: j.Parent, submitter: j.Submitter, kind: j.Kind, restarts: j.Restarts,
+			path: j.Original.Path}
+		if j.DDS != nil {
+			r.job.collection = j.DDS.CollectionPath
+		}
 	}
 	st.Job, st.Incarnation, st.Transfers, st.LastHash = nil, nil, nil, ""
 	r.st = st
@@ -88,6 +94,10 @@ func (r row) state() Row {
 // fill sets a job's summary fields from the row.
 func (r row) fill(j *events.Job) {
 	j.ID, j.Name, j.Parent, j.Submitter, j.Kind, j.Restarts = r.job.id, r.job.name, r.job.parent, r.job.submitter, r.job.kind, r.job.restarts
+	j.Original.Path = r.job.path
+	if r.job.collection != "" {
+		j.DDS = &events.DDSContext{CollectionPath: r.job.collection}
+	}
 }
 
 // Table is a job table in memory: the projection the live projector maintains, a

@@ -29,7 +29,7 @@ func TestReplayFixturesProjectToTheirRecordedRows(t *testing.T) {
 				if !ok {
 					t.Fatalf("job %s has no row", id)
 				}
-				got[id] = row
+				got[id] = recordedShape(row, f.Rows[id])
 			}
 			if diff := cmp.Diff(f.Rows, got); diff != "" {
 				t.Fatalf("projected rows differ from the recorded ones (-recorded +projected):\n%s", diff)
@@ -39,4 +39,23 @@ func TestReplayFixturesProjectToTheirRecordedRows(t *testing.T) {
 			}
 		})
 	}
+}
+
+// recordedShape is a row as the recordings of v1 hold it: a row now also keeps its job's
+// place in its document and its DDS collection (a job's view is served from its row),
+// which the recordings predate; they are checked against the full fold instead
+// (TestRowFoldEqualsFullFoldOnRecordedHistories). Only what a recording lacks is left out.
+func recordedShape(r, recorded Row) Row {
+	if r.Job == nil || recorded.Job == nil {
+		return r
+	}
+	j := *r.Job
+	if recorded.Job.Original.Path == "" {
+		j.Original.Path = ""
+	}
+	if recorded.Job.DDS == nil {
+		j.DDS = nil
+	}
+	r.Job = &j
+	return r
 }

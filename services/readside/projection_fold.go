@@ -9,26 +9,36 @@ import (
 )
 
 // The job table keeps a few fields of two large payloads: of a submitted event's job its
-// ID, name, kind, parent, submitter and restarts (the canonical job is kilobytes, and its
-// strict decoder costs tens of microseconds), and of an incarnated event the cluster and
-// queue (the payload carries every rendered script). A replay folds every event of the
-// log, and decoding those two payloads whole was most of its cost.
+// ID, name, kind, parent, submitter, restarts, path and collection (the canonical job is
+// kilobytes, and its strict decoder costs tens of microseconds), and of an incarnated
+// event the cluster and queue (the payload carries every rendered script). A replay
+// folds every event of the log, and decoding those two payloads whole was most of its
+// cost.
 //
 // So the table folds such an event as the same event carrying only the fields it keeps:
 // the fold (events.Apply, with every check of the state machine) sees the payload reduced
 // to them and gives the row the whole payload would give, since the row drops the rest.
-// The reduction reads the payload's top level only; whatever it does not read plainly (a
-// key with an escape, a key that matches a kept one only in another case, which
-// encoding/json would take for it, a payload that is not an object) goes to the fold
-// whole. The reduced payload is judged as the whole one is (types, the job ID against the
-// subject); what the row does not keep is not judged here. The store decodes a job whole
-// before appending it, so only an event written around the store can differ there, and
-// `gridwire audit verify` decodes every payload whole.
+// The reduction reads the payload's top level (and that of the job's original and dds
+// objects); whatever it does not read plainly (a key with an escape, a key that matches a
+// kept one only in another case, which encoding/json would take for it, a payload that
+// is not an object) goes to the fold whole. The reduced payload is judged as the whole
+// one is (types, the job ID against the subject); what the row does not keep is not
+// judged here. The store decodes a job whole before appending it, so only an event
+// written around the store can differ there, and `gridwire audit verify` decodes every
+// payload whole.
 
-// keptFields are the top-level payload fields the table keeps, by event name.
-var keptFields = map[events.Name][]string{
-	events.Submitted:  {"id", "name", "kind", "parent", "submitter", "restarts"},
-	events.Incarnated: {"cluster", "queue"},
+// field is a payload field the table keeps, or the fields it keeps of an object.
+type field struct {
+	name string
+	sub  []field
+}
+
+// keptFields are the payload fields the table keeps, by event name: of a job also its
+// place in its document and its DDS collection, which a job's view shows.
+var keptFields = map[events.Name][]field{
+	events.Submitted: {{name: "id"}, {name: "name"}, {name: "kind"}, {name: "parent"}, {name: "submitter"}, {name: "restarts"},
+		{name: "original", sub: []field{{name: "path"}}}, {name: "dds", sub: []field{{name: "collection_path"}}}},
+	events.Incarnated: {{name: "cluster"}, {name: "queue"}},
 }
 
 // applyRow folds e into a row's state as events.Apply folds it into a whole state,
@@ -42,62 +52,76 @@ func applyRow(from events.State, e events.Event) (events.State, error) {
 	return events.Apply(from, e)
 }
 
-// reduce returns the JSON object of payload's top-level fields named in keep (the last of
-// a repeated one, as encoding/json takes it), or false when the payload is not valid JSON
+// reduce returns the JSON object of payload's fields named in keep (the last of a
+// repeated one, as encoding/json takes it), or false when the payload is not valid JSON
 // or not in the plain shape described above. It reads the payload once, checking it as
 // it goes; it may send to the whole decode what encoding/json would accept (nesting
 // deeper than maxDepth), never the reverse.
-func reduce(payload []byte, keep []string) (json.RawMessage, bool) {
-	vals := make([][]byte, len(keep))
+func reduce(payload []byte, keep []field) (json.RawMessage, bool) {
 	i := skipWS(payload, 0)
-	if i >= len(payload) || payload[i] != '{' {
+	out, end, ok := reduceObject(payload, i, keep)
+	if !ok || skipWS(payload, end) != len(payload) {
 		return nil, false
 	}
-	i = skipWS(payload, i+1)
+	return out, true
+}
+
+// reduceObject reduces the object at b[i] to the fields of keep and returns the index
+// after it.
+func reduceObject(b []byte, i int, keep []field) (json.RawMessage, int, bool) {
+	if i >= len(b) || b[i] != '{' {
+		return nil, i, false
+	}
+	vals := make([][]byte, len(keep))
+	i = skipWS(b, i+1)
 	for first := true; ; first = false {
-		if first && i < len(payload) && payload[i] == '}' {
+		if first && i < len(b) && b[i] == '}' {
 			i++
 			break
 		}
-		key, end, ok := validString(payload, i)
+		key, end, ok := validString(b, i)
 		if !ok || bytes.IndexByte(key, '\\') >= 0 {
-			return nil, false
+			return nil, i, false
 		}
-		if i = skipWS(payload, end); i >= len(payload) || payload[i] != ':' {
-			return nil, false
+		if i = skipWS(b, end); i >= len(b) || b[i] != ':' {
+			return nil, i, false
 		}
-		i = skipWS(payload, i+1)
-		vend, ok := validValue(payload, i, 1)
+		i = skipWS(b, i+1)
+		k, exact := keptIndex(key, keep)
+		if k >= 0 && !exact {
+			return nil, i, false // a kept field spelt in another case
+		}
+		var vend int
+		switch {
+		case k >= 0 && keep[k].sub != nil && i < len(b) && b[i] == '{':
+			vals[k], vend, ok = reduceObject(b, i, keep[k].sub)
+		default:
+			vend, ok = validValue(b, i, 1)
+			if k >= 0 {
+				vals[k] = b[i:vend]
+			}
+		}
 		if !ok {
-			return nil, false
+			return nil, i, false
 		}
-		switch k, exact := keptIndex(key, keep); {
-		case exact:
-			vals[k] = payload[i:vend]
-		case k >= 0:
-			return nil, false // a kept field spelt in another case
-		}
-		if i = skipWS(payload, vend); i < len(payload) && payload[i] == ',' {
-			i = skipWS(payload, i+1)
+		if i = skipWS(b, vend); i < len(b) && b[i] == ',' {
+			i = skipWS(b, i+1)
 			continue
 		}
-		if i < len(payload) && payload[i] == '}' {
+		if i < len(b) && b[i] == '}' {
 			i++
 			break
 		}
-		return nil, false
+		return nil, i, false
 	}
-	if skipWS(payload, i) != len(payload) {
-		return nil, false
-	}
-	return reduced(keep, vals), true
+	return reduced(keep, vals), i, true
 }
 
 // reduced writes the object of the kept fields found.
-func reduced(keep []string, vals [][]byte) json.RawMessage {
+func reduced(keep []field, vals [][]byte) json.RawMessage {
 	n := 2
 	for k, v := range vals {
-		n += len(keep[k]) + len(v) + 4
+		n += len(keep[k].name) + len(v) + 4
 	}
 	out := make([]byte, 0, n)
 	out = append(out, '{')
@@ -109,7 +133,7 @@ func reduced(keep []string, vals [][]byte) json.RawMessage {
 			out = append(out, ',')
 		}
 		out = append(out, '"')
-		out = append(out, keep[k]...)
+		out = append(out, keep[k].name...)
 		out = append(out, '"', ':')
 		out = append(out, v...)
 	}
@@ -118,14 +142,14 @@ func reduced(keep []string, vals [][]byte) json.RawMessage {
 
 // keptIndex finds key among keep: its index and true when spelt exactly, its index and
 // false when it matches only under case folding, -1 when it is none of them.
-func keptIndex(key []byte, keep []string) (int, bool) {
-	for k, name := range keep {
-		if string(key) == name {
+func keptIndex(key []byte, keep []field) (int, bool) {
+	for k, f := range keep {
+		if string(key) == f.name {
 			return k, true
 		}
 	}
-	for k, name := range keep {
-		if strings.EqualFold(string(key), name) {
+	for k, f := range keep {
+		if strings.EqualFold(string(key), f.name) {
 			return k, false
 		}
 	}
