@@ -155,3 +155,27 @@ func readFile(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// A property file that cannot be written fails the start before START runs, and
+// releases the start lock, so a later attempt may start the job.
+func TestUnwritablePropertyFileFailsTheStart(t *testing.T) {
+	fakeQsub(t)
+	props := &Properties{Addr: "10.0.0.5:8080", Credential: func(id string) string { return "tok-" + id }}
+	tg := &ScriptTarget{Cluster: "pbs", Shells: []Shell{target.Local{}}, Batch: true, Properties: props}
+	wd := filepath.Join(t.TempDir(), events.NewID())
+	// A directory where the file's temporary goes: neither created nor removed by rm -f.
+	if err := os.MkdirAll(filepath.Join(wd, envfile.PropertyFile+".new", "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	st := pbsTask(wd, jobScript(wd, envfile.Load(`"$GW_WORKDIR"/`+envfile.PropertyFile, events.VarPropertyToken)+"true"))
+	_, err := tg.Start(context.Background(), st)
+	if err == nil || !strings.Contains(err.Error(), "cannot write the property API's file") {
+		t.Fatalf("start: %v; want the property file refused", err)
+	}
+	if _, err := os.Stat(filepath.Join(wd, "qsub.args")); !os.IsNotExist(err) {
+		t.Fatal("qsub ran without the property file")
+	}
+	if _, err := os.Stat(filepath.Join(wd, startLock)); !os.IsNotExist(err) {
+		t.Fatalf("the start lock is still held: %v", err)
+	}
+}

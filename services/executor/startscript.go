@@ -215,9 +215,9 @@ func writeEnv(b *strings.Builder, env []events.EnvVar) {
 }
 
 // startFuncs are the start script's shell functions. gw_take takes job $1's start
-// lock, writes its JOB script and runs its START (GW_WORKDIR, gw_j and gw_s hold the
-// job's values) and notes in gw_v$1 what it found: ran, held (the lock was there),
-// nodir, nojob. gw_report $1 DIR reads the lock back and prints the job's verdict,
+// lock, writes its JOB script, writes the property API's file when gw_pe holds one
+// (gw_penv), runs its START (GW_WORKDIR, gw_j and gw_s hold the job's values) and notes
+// in gw_v$1 what it found: ran, held (the lock was there), nodir, nojob, noenv. gw_report $1 DIR reads the lock back and prints the job's verdict,
 // START's output and error output between the script's markers (gw_say), and releases
 // the lock of a failed START. gw_scan reads a lock: START's output into gw_o, its
 // status into gw_rc (false while there is none). gw_ran, when an abandoned lock lies
