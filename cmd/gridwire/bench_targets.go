@@ -332,9 +332,11 @@ func targetSystem(ctx context.Context, e *env, o *benchOpts, dir string, cl clus
 	return sys, func() { cancel(); _ = g.Wait(); sys.close() }, nil
 }
 
-// targetPipeline submits n /bin/true jobs one at a time and waits until each has reached
-// its terminal state, seen on the bus as it is stored (no polling: a poll of every open
-// job would load the machine the target shares). The note is the run's timeline.
+// targetPipeline submits n /bin/true jobs from 16 goroutines, as the fork pipeline row
+// does (one at a time, durable submission itself bounded the row on a loaded machine),
+// and waits until each has reached its terminal state, seen on the bus as it is stored
+// (no polling: a poll of every open job would load the machine the target shares). The
+// note is the run's timeline.
 func targetPipeline(ctx context.Context, sys *system, n int) (string, error) {
 	ends := newEndWatch()
 	sub, err := sys.bus.Conn.Subscribe(events.SubjectEvent, ends.observe)
@@ -344,7 +346,7 @@ func targetPipeline(ctx context.Context, sys *system, n int) (string, error) {
 	defer sub.Unsubscribe()
 	_ = sub.SetPendingLimits(-1, -1)
 	start := time.Now()
-	if _, _, err := submitManyIDs(ctx, sys.ingest, n, 1); err != nil {
+	if _, _, err := submitManyIDs(ctx, sys.ingest, n, 16); err != nil {
 		return "", err
 	}
 	if err := ends.waitCount(ctx, n, 10*time.Minute); err != nil {
