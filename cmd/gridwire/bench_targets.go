@@ -345,6 +345,11 @@ func targetPipeline(ctx context.Context, sys *system, n int) (string, error) {
 	}
 	defer sub.Unsubscribe()
 	_ = sub.SetPendingLimits(-1, -1)
+	// The server has the subscription before the first job is submitted (from ingest's own
+	// connection), so no job's first event goes unseen.
+	if err := sys.bus.Conn.Flush(); err != nil {
+		return "", err
+	}
 	start := time.Now()
 	if _, _, err := submitManyIDs(ctx, sys.ingest, n, 16); err != nil {
 		return "", err
