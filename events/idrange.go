@@ -47,6 +47,28 @@ func (r IDRange) At(i int) string {
 	return id.String()
 }
 
+// AppendText appends the n IDs of the range from the from-th on, each 26 bytes, as At
+// spells them: a stream of a million children takes their IDs a window at a time, one
+// string per window rather than one per ID.
+func (r IDRange) AppendText(dst []byte, from, n int) []byte {
+	first := r.At(from)
+	id, err := ulid.ParseStrict(first)
+	if err != nil {
+		return dst
+	}
+	for range n {
+		dst = append(dst, make([]byte, ulid.EncodedSize)...)
+		_ = id.MarshalTextTo(dst[len(dst)-ulid.EncodedSize:])
+		for k := len(id) - 1; k >= 0; k-- {
+			id[k]++
+			if id[k] != 0 {
+				break
+			}
+		}
+	}
+	return dst
+}
+
 // IDs lists the range.
 func (r IDRange) IDs() []string {
 	out := make([]string, r.Count)

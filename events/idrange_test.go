@@ -24,3 +24,20 @@ func TestIDRange(t *testing.T) {
 		t.Fatal("a range from a non-ID is valid")
 	}
 }
+
+// AppendText spells the IDs as At does, across a carry out of the low 64 bits too.
+func TestIDRangeAppendText(t *testing.T) {
+	for _, r := range []events.IDRange{events.NewIDRange(5000), {First: "01JDJ7Q1ZQ3S2K2B9ZZZZZZZZX", Count: 10}} {
+		for _, from := range []int{0, 1, r.Count - 7} {
+			text := string(r.AppendText([]byte("x"), from, 7))
+			if len(text) != 1+7*26 || text[0] != 'x' {
+				t.Fatalf("%q", text)
+			}
+			for k := range 7 {
+				if got, want := text[1+26*k:1+26*(k+1)], r.At(from+k); got != want {
+					t.Fatalf("ID %d from %d of %v: %s, At says %s", k, from, r, got, want)
+				}
+			}
+		}
+	}
+}

@@ -23,6 +23,9 @@ const StreamMin = 50_000
 // streamWindow is how many submitted events a stream encodes before appending them.
 const streamWindow = 4096
 
+// ulidLen is the length of a job or event ID.
+const ulidLen = 26
+
 // streamed is a DDS topology Submit appends as a stream, or nil for any other
 // submission (which Submit parses and appends whole).
 func (s *Service) streamed(sub Submission) *dds.Topology {
@@ -145,12 +148,16 @@ func plainSlots(slots []slot) bool {
 type window struct {
 	events []events.Event
 	data   []byte
+	// ids and eventIDs hold the window's job and event IDs, 26 bytes each: the IDs of a
+	// million jobs, which Accepted keeps, are a few hundred strings to the collector.
+	ids, eventIDs string
 }
 
 // reset empties the window for the next batch. The payloads' buffer is a new one, as
 // large as the last: a store may keep the events it was given (Data included).
 func (w *window) reset() {
 	w.events, w.data = w.events[:0], make([]byte, 0, cap(w.data))
+	w.ids, w.eventIDs = "", ""
 }
 
 // appender links and encodes a stream's jobs.
@@ -204,7 +211,18 @@ func (a *appender) add(w *window, j *events.Job, i int) error {
 			j.Children = a.children.IDs()
 		}
 	} else {
-		j.ID, j.Parent = a.children.At(i-1), a.parent
+		k := len(w.events)
+		if k == 0 {
+			n := min(streamWindow, a.children.Count-(i-1))
+			w.ids = string(a.children.AppendText(nil, i-1, n))
+			w.eventIDs = string(a.eventIDs.AppendText(nil, i, n))
+		}
+		j.ID, j.Parent = w.ids[k*ulidLen:(k+1)*ulidLen], a.parent
+	}
+	eventID := a.eventIDs.At(0)
+	if j.Kind != events.KindGroup {
+		k := len(w.events)
+		eventID = w.eventIDs[k*ulidLen : (k+1)*ulidLen]
 	}
 	anchorDeadline(j, a.now)
 	start := len(w.data)
@@ -213,7 +231,7 @@ func (a *appender) add(w *window, j *events.Job, i int) error {
 		return fmt.Errorf("encoding job %s: %w", j.ID, err)
 	}
 	// When w.data grows it moves, and the payloads before stay where they were.
-	w.events = append(w.events, events.Event{ID: a.eventIDs.At(i), Name: events.Submitted, JobID: j.ID, Route: route,
+	w.events = append(w.events, events.Event{ID: eventID, Name: events.Submitted, JobID: j.ID, Route: route,
 		Time: a.now.UTC(), Principal: a.sub.Submitter, Data: json.RawMessage(w.data[start:len(w.data):len(w.data)])})
 	return nil
 }
