@@ -42,7 +42,7 @@ type Event struct {
 	PrevHash  string          `json:"prevhash,omitempty"`  // hash of the job's previous event
 	PrevSeq   uint64          `json:"prevseq,omitempty"`   // stream sequence of the job's previous event
 	Signer    string          `json:"signer,omitempty"`    // public nkey of the role key that signed it
-	Signature string          `json:"signature,omitempty"` // ed25519 over SigningBytes (see sign.go)
+	Signature string          `json:"signature,omitempty"` // ed25519 over SigningBytes, or its batch's (sign.go, batchsign.go)
 	Data      json.RawMessage `json:"data,omitempty"`      // the payload
 
 	Seq     uint64 `json:"seq,omitempty"`     // stream sequence, once stored
