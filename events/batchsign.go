@@ -171,6 +171,9 @@ type batchSig struct {
 	path         []byte
 }
 
+// strict decodes base64url as SignAll writes it: one spelling for each value.
+var strict = base64.RawURLEncoding.Strict()
+
 // isBatch reports whether a signature attribute holds a batch signature.
 func isBatch(signature string) bool { return strings.Contains(signature, batchSep) }
 
@@ -182,7 +185,7 @@ func parseBatch(s string) (batchSig, error) {
 	}
 	var b batchSig
 	var err error
-	if b.sig, err = base64.RawURLEncoding.DecodeString(parts[0]); err != nil || len(b.sig) != ed25519.SignatureSize {
+	if b.sig, err = strict.DecodeString(parts[0]); err != nil || len(b.sig) != ed25519.SignatureSize {
 		return batchSig{}, fmt.Errorf("the root signature is not an ed25519 signature in base64url")
 	}
 	if b.index, err = strconv.Atoi(parts[1]); err != nil || strconv.Itoa(b.index) != parts[1] {
@@ -194,7 +197,7 @@ func parseBatch(s string) (batchSig, error) {
 	if b.count < 2 || b.count > maxBatchLeaves || b.index < 0 || b.index >= b.count {
 		return batchSig{}, fmt.Errorf("place %d of %d is not in a batch of 2 to %d", b.index, b.count, maxBatchLeaves)
 	}
-	if b.path, err = base64.RawURLEncoding.DecodeString(parts[3]); err != nil || len(b.path)%sha256.Size != 0 {
+	if b.path, err = strict.DecodeString(parts[3]); err != nil || len(b.path)%sha256.Size != 0 {
 		return batchSig{}, fmt.Errorf("the path is not a list of SHA-256 hashes in base64url")
 	}
 	return b, nil
