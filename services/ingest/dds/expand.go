@@ -27,6 +27,8 @@ type expander struct {
 	taskUnits       map[*task]int
 	collectionUnits map[*collection]int
 	inCollection    []entryCounter
+	// ids computes the task IDs of a task's instances from its 64th on (suffixCRC).
+	ids map[*task]*taskIDs
 	// job is the instance being emitted, one struct for all (a job is 960 bytes; emit
 	// copies what it keeps).
 	job events.Job
@@ -39,9 +41,38 @@ type entryCounter struct {
 }
 
 func expand(t *topology, emit func(*events.Job) error) error {
-	e := &expander{t: t, emit: emit, counters: map[string]*int{}, taskUnits: map[*task]int{}, collectionUnits: map[*collection]int{}}
+	e := &expander{t: t, emit: emit, counters: map[string]*int{}, taskUnits: map[*task]int{}, collectionUnits: map[*collection]int{},
+		ids: map[*task]*taskIDs{}}
 	e.group(&t.main, t.mainName)
 	return e.err
+}
+
+// taskIDs counts a task's instances, and once there are many computes their IDs from
+// their paths alone.
+type taskIDs struct {
+	n   int
+	crc *suffixCRC
+}
+
+// suffixCRCFrom is the instance from which a task's IDs are computed by a suffixCRC:
+// making one costs about as much as 64 IDs.
+const suffixCRCFrom = 64
+
+// taskID is taskID(taskPath, tk.hash).
+func (e *expander) taskID(tk *task, taskPath string) string {
+	ids := e.ids[tk]
+	if ids == nil {
+		ids = &taskIDs{}
+		e.ids[tk] = ids
+	}
+	ids.n++
+	if ids.crc == nil {
+		if ids.n < suffixCRCFrom {
+			return taskID(taskPath, tk.hash)
+		}
+		ids.crc = newSuffixCRC(tk.hash)
+	}
+	return strconv.FormatUint(ids.crc.of(taskPath), 10)
 }
 
 // counter is the index counter of a static path.
@@ -129,7 +160,7 @@ func (e *expander) task(tk *task, static string, counter *int, groupName string,
 	if c != nil {
 		ci = strconv.Itoa(cindex)
 	}
-	id := taskID(taskPath, tk.hash)
+	id := e.taskID(tk, taskPath)
 	if e.err != nil {
 		return
 	}

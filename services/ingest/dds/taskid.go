@@ -41,6 +41,55 @@ func taskID(taskPath, hash string) string {
 	return strconv.FormatUint(crc64(taskPath+hash), 10)
 }
 
+// suffixCRC computes crc64(p + suffix) for a fixed suffix from p alone. This CRC (no
+// initial value, no final XOR) is linear: crc64(p+s) = z(crc64(p)) ^ crc64(s), where z
+// runs the register over len(s) zero bytes, itself linear, so it is the XOR of its
+// values on the register's bits, kept a nibble at a time. A task's hash string is a
+// few hundred bytes and its instances' paths a few dozen: a million instances ran the
+// CRC over the hash a million times.
+type suffixCRC struct {
+	zeros  [16][16]uint64 // zeros[k][v]: z of the register holding v in its k-th nibble
+	suffix uint64         // crc64(suffix)
+}
+
+func newSuffixCRC(suffix string) *suffixCRC {
+	x := &suffixCRC{suffix: crc64(suffix)}
+	var bits [64]uint64 // z of each bit of the register
+	for i := range bits {
+		c := uint64(1) << i
+		for range len(suffix) {
+			c = crcTable[byte(c>>56)] ^ c<<8
+		}
+		bits[i] = c
+	}
+	for k := range 16 {
+		for v := 1; v < 16; v++ {
+			low := v & -v // the lowest bit of v
+			x.zeros[k][v] = x.zeros[k][v&^low] ^ bits[4*k+bitIndex(low)]
+		}
+	}
+	return x
+}
+
+func bitIndex(b int) int {
+	i := 0
+	for b > 1 {
+		b >>= 1
+		i++
+	}
+	return i
+}
+
+// of is crc64(p + suffix).
+func (x *suffixCRC) of(p string) uint64 {
+	c := crc64(p)
+	z := x.suffix
+	for k := range 16 {
+		z ^= x.zeros[k][(c>>(4*k))&0xf]
+	}
+	return z
+}
+
 // hashString is CTopoTask::hashString: the task's exe and env as written (after ${var}
 // replacement, untrimmed: DDS reads the topology without trim_whitespace), the
 // reachability flags as a C++ stream prints bools, then its properties in name order

@@ -2,9 +2,11 @@ package dds
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/services/ingest/internal/xmltree"
 )
 
 // bitwiseCRC is the definition of boost::crc_optimal<64, 0x04C11DB7, 0, 0, false, false>
@@ -65,5 +67,48 @@ func TestHashString(t *testing.T) {
 	id := taskID("main/t1_0", want)
 	if id != strconv.FormatUint(bitwiseCRC("main/t1_0"+want), 10) {
 		t.Fatalf("taskID %s", id)
+	}
+}
+
+// suffixCRC gives crc64(p + suffix) for paths and suffixes of every length, as taskID does.
+func TestSuffixCRC(t *testing.T) {
+	for _, suffix := range []string{"", "x", "|Task|t|/bin/sleep 1||1|1", strings.Repeat("|Property|p||read|global||", 40)} {
+		x := newSuffixCRC(suffix)
+		for _, p := range []string{"", "a", "main/task1_0", "main/group1/collection1_3/task2_17", string([]byte{0xff, 0, 0x80})} {
+			if got, want := x.of(p), crc64(p+suffix); got != want {
+				t.Errorf("of(%q) with suffix %q = %#x, crc64 says %#x", p, suffix, got, want)
+			}
+			if strconv.FormatUint(x.of(p), 10) != taskID(p, suffix) {
+				t.Errorf("task ID of %q differs", p)
+			}
+		}
+	}
+}
+
+// Past suffixCRCFrom instances of a task, the expander's task IDs are still taskID's.
+func TestManyInstancesKeepTheirTaskIDs(t *testing.T) {
+	root, err := xmltree.Parse([]byte(`<topology name="t">
+  <decltask name="a"><exe>/bin/a %taskIndex%</exe></decltask>
+  <declcollection name="c"><tasks><name n="2">a</name></tasks></declcollection>
+  <main name="main"><group name="g" n="150"><task>a</task><collection>c</collection></group></main>
+</topology>`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, problems := Prepare(root)
+	if problems != nil {
+		t.Fatal(problems)
+	}
+	n := 0
+	if err := topo.Each(func(j *events.Job) error {
+		if j.DDS.TaskPath != "" {
+			n++
+			if want := taskID(j.DDS.TaskPath, topo.t.tasks["a"].hash); j.DDS.TaskID != want {
+				t.Fatalf("%s: task ID %s, want %s", j.DDS.TaskPath, j.DDS.TaskID, want)
+			}
+		}
+		return nil
+	}); err != nil || n != 450 {
+		t.Fatalf("%d instances, %v", n, err)
 	}
 }
