@@ -44,7 +44,8 @@ func Encode(vars []Var) (string, error) {
 	return b.String(), nil
 }
 
-// Decode reads the file's content back; a line that is not NAME=VALUE is an error.
+// Decode reads the file's content back; a line that is not NAME=VALUE (or holds a NUL
+// byte) is an error.
 func Decode(content string) ([]Var, error) {
 	var vars []Var
 	for i, line := range strings.Split(strings.TrimSuffix(content, "\n"), "\n") {
@@ -52,7 +53,7 @@ func Decode(content string) ([]Var, error) {
 			break
 		}
 		name, value, ok := strings.Cut(line, "=")
-		if !ok || !validName(name) {
+		if !ok || !validName(name) || strings.IndexByte(value, 0) >= 0 {
 			return nil, fmt.Errorf("%w: line %d is not NAME=VALUE", ErrValue, i+1)
 		}
 		vars = append(vars, Var{Name: name, Value: value})

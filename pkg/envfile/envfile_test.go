@@ -76,3 +76,25 @@ func TestLoadUnderSh(t *testing.T) {
 		t.Fatal("Load with no names is not empty")
 	}
 }
+
+// Decode never panics, and what it accepts encodes back to the same content (with its
+// last newline).
+func FuzzDecode(f *testing.F) {
+	f.Add("GRIDWIRE_PROPERTY_URL=http://node1:8080\nGRIDWIRE_PROPERTY_TOKEN=gwt1.01JOB.c2lnbmF0dXJl\n")
+	f.Add("A=\nB==x\n")
+	f.Add("not a line\n")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, content string) {
+		vars, err := envfile.Decode(content)
+		if err != nil {
+			return
+		}
+		back, err := envfile.Encode(vars)
+		if err != nil {
+			t.Fatalf("Decode(%q) = %v, which Encode refuses: %v", content, vars, err)
+		}
+		if want := strings.TrimSuffix(content, "\n"); content != "" && strings.TrimSuffix(back, "\n") != want {
+			t.Fatalf("Decode(%q) encodes back to %q", content, back)
+		}
+	})
+}
