@@ -168,7 +168,11 @@ type reads struct {
 
 func (r benchResult) print(e *env) {
 	w := e.stdout
-	fmt.Fprintf(w, "cpus %d; load (1/5/15 min) at start and end: %s; log: %d jobs, %d events\n", r.CPUs, r.Load, r.LogJobs, r.LogEvents)
+	fmt.Fprintf(w, "cpus %d; load (1/5/15 min) at start and end: %s", r.CPUs, r.Load)
+	if r.LogJobs > 0 { // --targets-only builds no log
+		fmt.Fprintf(w, "; log: %d jobs, %d events", r.LogJobs, r.LogEvents)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "%-46s %-30s %-36s %s\n", "figure", "gridwire", "yardstick (same run)", "goal")
 	row := func(fig, val, yard, goal string) { fmt.Fprintf(w, "%-46s %-30s %-36s %s\n", fig, val, yard, goal) }
 	if r.PipelinePerSec > 0 {
