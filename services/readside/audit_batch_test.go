@@ -103,7 +103,7 @@ func TestAuditChecksBatchSignatures(t *testing.T) {
 	}
 }
 
-func newSubmitted(t *testing.T, id string) events.Event {
+func newSubmitted(t testing.TB, id string) events.Event {
 	t.Helper()
 	e, err := events.New(id, events.Submitted, "", t0, events.Job{ID: id, Executable: "/bin/true", Submitter: "alice"})
 	if err != nil {
@@ -111,3 +111,48 @@ func newSubmitted(t *testing.T, id string) events.Event {
 	}
 	return e
 }
+
+// BenchmarkAudit is `audit verify --all` over 10,000 submitted jobs signed as a bulk
+// submission signs them (Batch: one signature a batch of 64) or as one submission a
+// request does (Single: one each): decoding, chain, signature and fold, per event.
+func BenchmarkAuditBatch(b *testing.B)  { benchAudit(b, true) }
+func BenchmarkAuditSingle(b *testing.B) { benchAudit(b, false) }
+
+func benchAudit(b *testing.B, batched bool) {
+	bs, _ := openBus(b)
+	seed, _ := events.NewSeed()
+	key, _ := events.NewSigningKey(seed, events.Grant{Role: events.RoleIngest})
+	ring := &events.Keyring{}
+	if err := ring.Add(key.PublicKey(), key.Grant()); err != nil {
+		b.Fatal(err)
+	}
+	st := events.NewStore(bs.Conn, bs.JS, events.SourcePrefix+"ingest/bench", events.WithSigningKey(key))
+	ctx := context.Background()
+	evs := make([]events.Event, 10_000)
+	for i := range evs {
+		id := events.NewID()
+		evs[i], _ = events.New(id, events.Submitted, "", t0, events.Job{ID: id, Executable: "/bin/true", Submitter: "bench"})
+	}
+	if batched {
+		for _, err := range errsOf(st.CreateAll(ctx, evs)) {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	} else {
+		for _, e := range evs {
+			if _, err := st.Create(ctx, e); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for b.Loop() {
+		rep, err := Audit(ctx, bs.JS, "", ring)
+		if err != nil || !rep.OK() || rep.Events != uint64(len(evs)) {
+			b.Fatalf("%+v %v", rep, err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(evs)), "ns/event")
+}
+
+func errsOf(_ []uint64, errs []error) []error { return errs }
