@@ -67,7 +67,8 @@ type Deps struct {
 	Logger *slog.Logger
 	Now    func() time.Time
 	// Check, when set, vets every parsed job before anything is appended (the stager's
-	// scheme allow-list, for instance). An error rejects the whole document.
+	// scheme allow-list, for instance). An error rejects the whole document. It keeps
+	// nothing of the job: a streamed topology's instances share their parts.
 	Check func(events.Job) error
 	// Keys records idempotency keys; nil refuses submissions that carry one.
 	Keys Keys

@@ -181,3 +181,36 @@ func TestShapeTable(t *testing.T) {
 		}
 	}
 }
+
+// EachShared, which a stream expands with, gives the jobs Each gives, each as it is
+// emitted.
+func TestEachSharedIsEach(t *testing.T) {
+	for name, data := range spliceTopologies(t) {
+		root, err := xmltree.Parse(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		topo, problems := dds.Prepare(root)
+		if problems != nil {
+			t.Fatal(problems)
+		}
+		var want [][]byte
+		_ = topo.Each(func(j *events.Job) error {
+			b, err := json.Marshal(j)
+			want = append(want, b)
+			return err
+		})
+		i := 0
+		_ = topo.EachShared(func(j *events.Job) error {
+			b, err := json.Marshal(j)
+			if err != nil || i >= len(want) || !bytes.Equal(b, want[i]) {
+				t.Fatalf("%s: job %d from EachShared (%v):\n%s\nfrom Each:\n%s", name, i, err, b, want[min(i, len(want)-1)])
+			}
+			i++
+			return nil
+		})
+		if i != len(want) {
+			t.Fatalf("%s: %d jobs from EachShared, %d from Each", name, i, len(want))
+		}
+	}
+}

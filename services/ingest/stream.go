@@ -107,7 +107,7 @@ func (s *Service) checkStream(sub Submission, t *dds.Topology, st stamper) error
 	var seen shapeTable[bool]
 	var slots []slot
 	i := 0
-	return t.Each(func(j *events.Job) error {
+	return t.EachShared(func(j *events.Job) error {
 		st.stamp(j, i)
 		key, shaped := shapeOf(j)
 		checked := false
@@ -177,7 +177,7 @@ type appender struct {
 func (a *appender) expand(ctx context.Context, t *dds.Topology, full chan<- *window, empty <-chan *window) error {
 	w := <-empty
 	i := 0
-	err := t.Each(func(j *events.Job) error {
+	err := t.EachShared(func(j *events.Job) error {
 		a.st.stamp(j, i)
 		if err := a.add(w, j, i); err != nil {
 			return err

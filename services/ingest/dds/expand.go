@@ -32,6 +32,14 @@ type expander struct {
 	// job is the instance being emitted, one struct for all (a job is 960 bytes; emit
 	// copies what it keeps).
 	job events.Job
+	// shared: the instance's DDS context, environment, arguments and placement are
+	// these, overwritten by the next instance too (EachShared).
+	shared     bool
+	dds        events.DDSContext
+	env        []events.EnvVar
+	args       []string
+	together   events.HostPlacement // a collection instance's
+	alonePlace events.HostPlacement
 }
 
 // entryCounter is the next index of one task name inside the current collection instance.
@@ -40,8 +48,8 @@ type entryCounter struct {
 	next int
 }
 
-func expand(t *topology, emit func(*events.Job) error) error {
-	e := &expander{t: t, emit: emit, counters: map[string]*int{}, taskUnits: map[*task]int{}, collectionUnits: map[*collection]int{},
+func expand(t *topology, shared bool, emit func(*events.Job) error) error {
+	e := &expander{t: t, emit: emit, shared: shared, counters: map[string]*int{}, taskUnits: map[*task]int{}, collectionUnits: map[*collection]int{},
 		ids: map[*task]*taskIDs{}}
 	e.group(&t.main, t.mainName)
 	return e.err
@@ -118,7 +126,8 @@ func (e *expander) collection(c *collection, static string, counter *int, groupN
 	cpath := static + "_" + strconv.Itoa(index)
 	unit := e.collectionUnits[c]
 	e.collectionUnits[c] = unit + 1
-	place := &events.HostPlacement{Together: cpath, Spread: c.name, Index: unit, MaxPerHost: c.maxPerHost, From: c.maxFrom}
+	place := e.placement(&e.together)
+	*place = events.HostPlacement{Together: cpath, Spread: c.name, Index: unit, MaxPerHost: c.maxPerHost, From: c.maxFrom}
 	// Paths under cpath are this instance's alone: its tasks count from 0, by name.
 	e.inCollection = e.inCollection[:0]
 	for _, en := range c.entries {
@@ -148,7 +157,17 @@ func (e *expander) alone(tk *task) *events.HostPlacement {
 	}
 	unit := e.taskUnits[tk]
 	e.taskUnits[tk] = unit + 1
-	return &events.HostPlacement{Spread: tk.name, Index: unit, MaxPerHost: tk.maxPerHost, From: tk.maxFrom}
+	place := e.placement(&e.alonePlace)
+	*place = events.HostPlacement{Spread: tk.name, Index: unit, MaxPerHost: tk.maxPerHost, From: tk.maxFrom}
+	return place
+}
+
+// placement is buf when instances share their parts, else a new placement.
+func (e *expander) placement(buf *events.HostPlacement) *events.HostPlacement {
+	if e.shared {
+		return buf
+	}
+	return new(events.HostPlacement)
 }
 
 func (e *expander) task(tk *task, static string, counter *int, groupName string, c *collection, cpath string, cindex int, place *events.HostPlacement) {
@@ -166,13 +185,22 @@ func (e *expander) task(tk *task, static string, counter *int, groupName string,
 	}
 	slot := strconv.Itoa(e.slot)
 	e.slot++
-	ctx := &events.DDSContext{Topology: e.t.name, TaskPath: taskPath, TaskID: id, TaskIndex: index, CollectionIndex: cindex,
+	ctx := &e.dds
+	if !e.shared {
+		ctx = new(events.DDSContext)
+	}
+	*ctx = events.DDSContext{Topology: e.t.name, TaskPath: taskPath, TaskID: id, TaskIndex: index, CollectionIndex: cindex,
 		TaskName: tk.name, GroupName: groupName, CollectionPath: cpath,
 		Exe: resolveTags(tk.exe, ti, ci), ExeReachable: tk.exeReachable,
 		EnvScript: tk.env, EnvReachable: tk.envReachable, Properties: tk.properties,
 		Requirements: tk.requirements, Triggers: tk.triggers, Assets: tk.assets}
 	placement := tk.placement
-	env := make([]events.EnvVar, 0, 10)
+	var env []events.EnvVar
+	if e.shared {
+		env = e.env[:0]
+	} else {
+		env = make([]events.EnvVar, 0, 10)
+	}
 	env = append(env, events.EnvVar{Name: "DDS_TASK_PATH", Value: taskPath},
 		events.EnvVar{Name: "DDS_GROUP_NAME", Value: groupName})
 	collName := ""
@@ -195,7 +223,14 @@ func (e *expander) task(tk *task, static string, counter *int, groupName string,
 		events.EnvVar{Name: "DDS_TASK_ID", Value: id},
 		events.EnvVar{Name: "DDS_SLOT_ID", Value: slot},
 		events.EnvVar{Name: "DDS_LOCATION", Value: LocationPlaceholder})
-	exe, args := tk.command(ti, ci)
+	var args []string
+	if e.shared {
+		args = e.args[:0]
+	}
+	exe, args := tk.command(ti, ci, args)
+	if e.shared {
+		e.env, e.args = env, args
+	}
 	e.job = events.Job{Name: taskPath, Executable: exe, StageIn: tk.stageIn,
 		Arguments: args, Environment: env, DDS: ctx, Substitutions: ddsSubstitutions, Requirements: placement, Restarts: tk.restarts,
 		Original: events.Original{Path: taskPath}}
@@ -204,14 +239,14 @@ func (e *expander) task(tk *task, static string, counter *int, groupName string,
 
 var ddsSubstitutions = []string{"session", "dds_location"}
 
-// command is the instance's program and arguments. DDS's agent writes the exe line into
-// a bash script (dds_user_task_wrapper.sh), after "source" and the env script when the
-// task has one, and runs it: the line is bash's to read, with its $VAR expansions. A
+// command is the instance's program and arguments (appended to args). DDS's agent
+// writes the exe line into a bash script (dds_user_task_wrapper.sh), after "source" and
+// the env script when the task has one, and runs it: the line is bash's to read, with its $VAR expansions. A
 // line with no expansion and no env script reads the same split into words and run
 // directly, as here; otherwise the line (and the env script) go to bash -c as one
 // argument, quoted like every word of the JOB script, so the expansion happens in the
 // task's own shell and reaches no further than its command.
-func (tk *task) command(ti, ci string) (string, []string) {
+func (tk *task) command(ti, ci string, args []string) (string, []string) {
 	if tk.shell {
 		exe := tk.exe
 		if tk.badQuote == nil {
@@ -225,11 +260,13 @@ func (tk *task) command(ti, ci string) (string, []string) {
 		if tk.env != "" {
 			script = "source " + tk.delivered(tk.env, tk.envReachable) + "\n" + script
 		}
-		return "/bin/bash", []string{"-c", script}
+		return "/bin/bash", append(args, "-c", script)
 	}
-	args := make([]string, len(tk.words)-1)
-	for i, w := range tk.words[1:] {
-		args[i] = resolveTags(w, ti, ci)
+	if args == nil {
+		args = make([]string, 0, len(tk.words)-1)
+	}
+	for _, w := range tk.words[1:] {
+		args = append(args, resolveTags(w, ti, ci))
 	}
 	return resolveTags(tk.words[0], ti, ci), args
 }
