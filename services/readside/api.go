@@ -229,11 +229,17 @@ func (a *api) job(w http.ResponseWriter, r *http.Request) {
 // ones rather than dropping old ones), so a row that folded as many of the job's events
 // as the stream holds folded all of them. A row
 // behind the log (an event not folded yet), one that refused an event (the read names
-// it), a parent record (its view counts its children, which a row does not keep) and
-// any error are read through the links.
+// it), a parent record (its view counts its children, which a row does not keep), a
+// child's row from before rows kept the job's place, and any error are read through the
+// links.
 func (a *api) fromRow(ctx context.Context, id string) (JobView, bool) {
 	st, ok := a.table.Row(id)
 	if !ok || st.Job == nil || st.Job.Kind == events.KindGroup {
+		return JobView{}, false
+	}
+	if st.Job.Parent != "" && st.Job.Original.Path == "" {
+		// A job of a document or session always has a place in it; a row without one
+		// was written to the bucket before rows kept it.
 		return JobView{}, false
 	}
 	n, err := a.stored(ctx, id)

@@ -70,6 +70,8 @@ func TestJobViewFromRowIsTheFoldOfTheLog(t *testing.T) {
 		}
 	}
 
+	gidOld := events.NewID()
+
 	// An event the fold refuses (written around the store): the row stays behind the
 	// stream's count, and the read through the links names the event.
 	id := events.NewID()
@@ -83,6 +85,21 @@ func TestJobViewFromRowIsTheFoldOfTheLog(t *testing.T) {
 	catchUp(id)
 	if _, ok := a.fromRow(ctx, id); ok {
 		t.Fatal("a job with a refused event served from its row")
+	}
+
+	// A child's row written before rows kept the job's place (loaded from the bucket):
+	// its view would lose the place, so it is read through the links.
+	cid := events.NewID()
+	play(t, st, cid, t0, []step{{Name: events.Submitted, Payload: events.Job{ID: cid, Parent: gidOld, Original: events.Original{Path: "job[1]"}}}})
+	catchUp(cid)
+	if _, ok := a.fromRow(ctx, cid); !ok {
+		t.Fatal("a child's row that keeps its place not served from the row")
+	}
+	old, _ := table.Row(cid)
+	old.Job.Original.Path = ""
+	table.Set(old) // as a row of the bucket before rows kept the place
+	if _, ok := a.fromRow(ctx, cid); ok {
+		t.Fatal("a child's row without its place served from the row")
 	}
 
 	// A parent record's view counts its children: never from a row.
