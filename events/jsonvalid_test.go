@@ -42,7 +42,7 @@ func FuzzValidJSON(f *testing.F) {
 // Every prefix of a job's JSON, and the JSON with any one byte changed to a byte the
 // grammar cares about, is judged as json.Valid judges it.
 func TestValidJSONOnAJobCutAndChanged(t *testing.T) {
-	b, err := json.Marshal(Job{ID: "J", Name: "caf\u00e9 <x>", Arguments: []string{"a\"b", "\\", "\t"}, Count: -12, Duration: 15e9,
+	b, err := json.Marshal(Job{ID: "J", Name: "caf\u00e9 <x> and a name long enough for eight bytes at a time", Arguments: []string{"a\"b", "\\", "\t"}, Count: -12, Duration: 15e9,
 		Environment: []EnvVar{{Name: "A", Value: "1e5"}}, DDS: &DDSContext{CollectionIndex: -1, Vars: map[string]string{"n": "0.5"}},
 		Fields: map[string]string{}, Restarts: 3})
 	if err != nil {
@@ -55,7 +55,7 @@ func TestValidJSONOnAJobCutAndChanged(t *testing.T) {
 	}
 	c := make([]byte, len(b))
 	for i := range b {
-		for _, x := range []byte(`"\{}[]:,0-.eEtu `) {
+		for _, x := range []byte("\"\\{}[]:,0-.eEtu \x00\x1f\x20\x7f\x80\xff") {
 			copy(c, b)
 			c[i] = x
 			if validJSON(c) != json.Valid(c) {
