@@ -13,21 +13,43 @@ const createWindow = 512
 
 // CreateAll appends the first event of each of many new jobs, each as Create would,
 // conditional on its job having no events, but pipelined: a window of appends is sent
-// before any acknowledgement is awaited, so a bulk submission costs about one round
-// trip per window rather than one per job. errs[i] is the outcome of evs[i] (nil:
-// stored and acknowledged). An append that timed out or conflicted is settled as
-// Create settles it, by reading the job's last message.
+// before any acknowledgement is awaited, and the next window is signed, encoded and
+// sent while the server still stores the last, so a bulk submission costs about one
+// round trip per window rather than one per job, and the client's encoding overlaps the
+// server's storing. At most two windows are unacknowledged at a time; every append is
+// sent in the order of evs. errs[i] is the outcome of evs[i] (nil: stored and
+// acknowledged). An append that timed out or conflicted is settled as Create settles
+// it, by reading the job's last message.
 func (s *Store) CreateAll(ctx context.Context, evs []Event) (seqs []uint64, errs []error) {
 	seqs, errs = make([]uint64, len(evs)), make([]error, len(evs))
+	var pending *sentWindow
 	for from := 0; from < len(evs); from += createWindow {
 		to := min(from+createWindow, len(evs))
-		s.createWindow(ctx, evs[from:to], seqs[from:to], errs[from:to])
+		sent := s.sendWindow(evs[from:to], errs[from:to])
+		sent.seqs = seqs[from:to]
+		if pending != nil {
+			s.settleWindow(ctx, pending)
+		}
+		pending = sent
+	}
+	if pending != nil {
+		s.settleWindow(ctx, pending)
 	}
 	return seqs, errs
 }
 
-func (s *Store) createWindow(ctx context.Context, evs []Event, seqs []uint64, errs []error) {
-	futures := make([]jetstream.PubAckFuture, len(evs))
+// sentWindow is a window of appends sent and not yet settled.
+type sentWindow struct {
+	evs     []Event
+	futures []jetstream.PubAckFuture
+	seqs    []uint64
+	errs    []error
+}
+
+// sendWindow signs, encodes and sends a window's appends without waiting for any
+// acknowledgement; an event that could not be sent has its error in errs.
+func (s *Store) sendWindow(evs []Event, errs []error) *sentWindow {
+	w := &sentWindow{evs: evs, futures: make([]jetstream.PubAckFuture, len(evs)), errs: errs}
 	for i := range evs {
 		e := &evs[i]
 		if e.Source == "" {
@@ -47,30 +69,35 @@ func (s *Store) createWindow(ctx context.Context, evs []Event, seqs []uint64, er
 			continue
 		}
 		msg := &nats.Msg{Subject: e.subject(), Data: body, Header: nats.Header{}}
-		futures[i], errs[i] = s.js.PublishMsgAsync(msg, jetstream.WithMsgID(e.ID),
+		w.futures[i], errs[i] = s.js.PublishMsgAsync(msg, jetstream.WithMsgID(e.ID),
 			jetstream.WithExpectLastSequenceForSubject(0, JobFilter(e.JobID)))
 	}
-	// Once the window's time is up, every append not yet acknowledged is settled by a
-	// read: the closed Done channel never blocks again.
+	return w
+}
+
+// settleWindow waits for a sent window's acknowledgements. Once the window's time is
+// up, every append not yet acknowledged is settled by a read: the closed Done channel
+// never blocks again.
+func (s *Store) settleWindow(ctx context.Context, w *sentWindow) {
 	wctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	for i, f := range futures {
+	for i, f := range w.futures {
 		if f == nil {
 			continue
 		}
 		select {
 		case ack := <-f.Ok():
-			seqs[i] = ack.Sequence
+			w.seqs[i] = ack.Sequence
 		case err := <-f.Err():
-			errs[i] = err
+			w.errs[i] = err
 		case <-wctx.Done():
-			errs[i] = context.DeadlineExceeded
+			w.errs[i] = context.DeadlineExceeded
 		}
-		if errs[i] != nil && (isConflict(errs[i]) || isTimeout(errs[i])) && ctx.Err() == nil {
-			seqs[i], errs[i] = s.Create(ctx, evs[i]) // settled one at a time, as Create does
+		if err := w.errs[i]; err != nil && (isConflict(err) || isTimeout(err)) && ctx.Err() == nil {
+			w.seqs[i], w.errs[i] = s.Create(ctx, w.evs[i]) // settled one at a time, as Create does
 		}
-		if errs[i] != nil {
-			errs[i] = fmt.Errorf("appending %s to job %s: %w", evs[i].Name, evs[i].JobID, errs[i])
+		if w.errs[i] != nil {
+			w.errs[i] = fmt.Errorf("appending %s to job %s: %w", w.evs[i].Name, w.evs[i].JobID, w.errs[i])
 		}
 	}
 }

@@ -488,6 +488,18 @@ func TestCreateAllStoresEachJobOnce(t *testing.T) {
 			t.Fatalf("job %d: no sequence", i)
 		}
 	}
+	// Windows are sent while earlier ones await their acknowledgements: the log still
+	// holds the jobs in the order given.
+	last := uint64(0)
+	for i, seq := range seqs {
+		if i == 700 {
+			continue
+		}
+		if seq <= last {
+			t.Fatalf("job %d stored at %d, after the job before it at %d", i, seq, last)
+		}
+		last = seq
+	}
 	for _, i := range []int{0, 511, 512, 1199} {
 		h, err := st.Load(ctx, evs[i].JobID)
 		if err != nil || len(h.Events) != 1 || h.LastSeq != seqs[i] {
