@@ -7,20 +7,28 @@ package events
 // a byte at a time through a function call; Encode checks every event's data with it.
 // FuzzValidJSON holds it to json.Valid.
 func validJSON(b []byte) bool {
+	end, ok := JSONValueEnd(b, skipSpace(b, 0))
+	return ok && skipSpace(b, end) == len(b)
+}
+
+// JSONValueEnd checks the one JSON value starting at b[i] (no whitespace before it) by
+// validJSON's grammar and returns the index just after it; false when b[i:] does not
+// start with a valid value. Readers that pick fields out of a payload without decoding
+// it whole (the read side's projection) skip the values they do not keep with it.
+func JSONValueEnd(b []byte, i int) (int, bool) {
 	const maxDepth = 10000 // encoding/json's maxNestingDepth
 	var buf [64]byte
 	stack := buf[:0] // the open containers, '{' or '['
-	i := skipSpace(b, 0)
 	for {
 		// A value starts at b[i].
 		if i >= len(b) {
-			return false
+			return i, false
 		}
 		ok := true
 		switch c := b[i]; {
 		case c == '{' || c == '[':
 			if len(stack) == maxDepth {
-				return false
+				return i, false
 			}
 			stack = append(stack, c)
 			i = skipSpace(b, i+1)
@@ -31,7 +39,7 @@ func validJSON(b []byte) bool {
 			}
 			if c == '{' {
 				if i, ok = objectKey(b, i); !ok {
-					return false
+					return i, false
 				}
 			}
 			continue
@@ -46,19 +54,18 @@ func validJSON(b []byte) bool {
 		case c == 'n':
 			i, ok = literal(b, i, "null")
 		default:
-			return false
+			return i, false
 		}
 		if !ok {
-			return false
+			return i, false
 		}
 		// After a value: the end, a comma and the next member, or closing brackets.
 		for {
-			i = skipSpace(b, i)
 			if len(stack) == 0 {
-				return i == len(b)
+				return i, true
 			}
-			if i >= len(b) {
-				return false
+			if i = skipSpace(b, i); i >= len(b) {
+				return i, false
 			}
 			top := stack[len(stack)-1]
 			if b[i] == top+2 {
@@ -67,17 +74,27 @@ func validJSON(b []byte) bool {
 				continue
 			}
 			if b[i] != ',' {
-				return false
+				return i, false
 			}
 			i = skipSpace(b, i+1)
 			if top == '{' {
 				if i, ok = objectKey(b, i); !ok {
-					return false
+					return i, false
 				}
 			}
 			break
 		}
 	}
+}
+
+// JSONStringEnd checks the JSON string starting with the quote at b[i] and returns the
+// index just after its closing quote; b[i+1:end-1] is the string as written, escapes
+// and all.
+func JSONStringEnd(b []byte, i int) (int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return i, false
+	}
+	return endOfString(b, i)
 }
 
 // objectKey reads a member's name and its colon at b[i]; it returns where the value starts.

@@ -55,8 +55,9 @@ func applyRow(from events.State, e events.Event) (events.State, error) {
 // reduce returns the JSON object of payload's fields named in keep (the last of a
 // repeated one, as encoding/json takes it), or false when the payload is not valid JSON
 // or not in the plain shape described above. It reads the payload once, checking it as
-// it goes; it may send to the whole decode what encoding/json would accept (nesting
-// deeper than maxDepth), never the reverse.
+// it goes (the values it skips by events.JSONValueEnd, json.Valid's grammar); it may
+// send to the whole decode what encoding/json would accept (an escaped key), never the
+// reverse.
 func reduce(payload []byte, keep []field) (json.RawMessage, bool) {
 	i := skipWS(payload, 0)
 	out, end, ok := reduceObject(payload, i, keep)
@@ -79,8 +80,12 @@ func reduceObject(b []byte, i int, keep []field) (json.RawMessage, int, bool) {
 			i++
 			break
 		}
-		key, end, ok := validString(b, i)
-		if !ok || bytes.IndexByte(key, '\\') >= 0 {
+		end, ok := events.JSONStringEnd(b, i)
+		if !ok {
+			return nil, i, false
+		}
+		key := b[i+1 : end-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
 			return nil, i, false
 		}
 		if i = skipWS(b, end); i >= len(b) || b[i] != ':' {
@@ -96,7 +101,7 @@ func reduceObject(b []byte, i int, keep []field) (json.RawMessage, int, bool) {
 		case k >= 0 && keep[k].sub != nil && i < len(b) && b[i] == '{':
 			vals[k], vend, ok = reduceObject(b, i, keep[k].sub)
 		default:
-			vend, ok = validValue(b, i, 1)
+			vend, ok = events.JSONValueEnd(b, i)
 			if k >= 0 {
 				vals[k] = b[i:vend]
 			}
@@ -158,151 +163,6 @@ func keptIndex(key []byte, keep []field) (int, bool) {
 
 func skipWS(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// maxDepth bounds the nesting validValue follows (encoding/json's own bound is 10,000);
-// deeper payloads go to the whole decode.
-const maxDepth = 512
-
-// validValue checks the JSON value at b[i] and returns the index after it.
-func validValue(b []byte, i, depth int) (int, bool) {
-	if i >= len(b) {
-		return i, false
-	}
-	switch c := b[i]; {
-	case c == '"':
-		_, end, ok := validString(b, i)
-		return end, ok
-	case c == '{' || c == '[':
-		return validContainer(b, i, depth)
-	case c == '-' || c >= '0' && c <= '9':
-		return validNumber(b, i)
-	}
-	for _, lit := range []string{"true", "false", "null"} {
-		if bytes.HasPrefix(b[i:], []byte(lit)) {
-			return i + len(lit), true
-		}
-	}
-	return i, false
-}
-
-// validContainer checks the object or array at b[i].
-func validContainer(b []byte, i, depth int) (int, bool) {
-	if depth >= maxDepth {
-		return i, false
-	}
-	closing, object := byte(']'), b[i] == '{'
-	if object {
-		closing = '}'
-	}
-	i = skipWS(b, i+1)
-	if i < len(b) && b[i] == closing {
-		return i + 1, true
-	}
-	for {
-		var ok bool
-		if object {
-			if _, i, ok = validString(b, i); !ok {
-				return i, false
-			}
-			if i = skipWS(b, i); i >= len(b) || b[i] != ':' {
-				return i, false
-			}
-			i = skipWS(b, i+1)
-		}
-		if i, ok = validValue(b, i, depth+1); !ok {
-			return i, false
-		}
-		switch i = skipWS(b, i); {
-		case i < len(b) && b[i] == ',':
-			i = skipWS(b, i+1)
-		case i < len(b) && b[i] == closing:
-			return i + 1, true
-		default:
-			return i, false
-		}
-	}
-}
-
-// validString checks the JSON string at b[i] and returns its bytes between the quotes
-// (escapes as written) and the index after it.
-func validString(b []byte, i int) ([]byte, int, bool) {
-	if i >= len(b) || b[i] != '"' {
-		return nil, i, false
-	}
-	for j := i + 1; j < len(b); j++ {
-		switch c := b[j]; {
-		case c == '"':
-			return b[i+1 : j], j + 1, true
-		case c < 0x20:
-			return nil, j, false
-		case c == '\\':
-			if j++; j >= len(b) {
-				return nil, j, false
-			}
-			switch b[j] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if j+4 >= len(b) || !hex4(b[j+1:j+5]) {
-					return nil, j, false
-				}
-				j += 4
-			default:
-				return nil, j, false
-			}
-		}
-	}
-	return nil, len(b), false
-}
-
-func hex4(h []byte) bool {
-	for _, c := range h {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-			return false
-		}
-	}
-	return true
-}
-
-// validNumber checks the JSON number at b[i]: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
-func validNumber(b []byte, i int) (int, bool) {
-	if b[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		i = digits(b, i)
-	default:
-		return i, false
-	}
-	if i < len(b) && b[i] == '.' {
-		if j := digits(b, i+1); j > i+1 {
-			i = j
-		} else {
-			return i, false
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		j := digits(b, i)
-		if j == i {
-			return i, false
-		}
-		i = j
-	}
-	return i, true
-}
-
-func digits(b []byte, i int) int {
-	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
 		i++
 	}
 	return i
