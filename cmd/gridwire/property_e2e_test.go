@@ -122,16 +122,7 @@ func TestE2EPropertiesOverSSH(t *testing.T) {
 	if host != "127.0.0.1" || port == gateway.Port() {
 		t.Fatalf("the writer was given %q: want a forwarded loopback port, not the gateway's %s", got.Value, gateway.Host)
 	}
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		out, _, _ := runCLI(ctx, "status", "--json", "--server", server, session)
-		var v jobView
-		if json.Unmarshal([]byte(out), &v) == nil && v.Status == string(events.StatusSucceeded) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the session did not succeed: %s", out)
-		}
-	}
+	waitSessionSucceeded(ctx, t, server, session)
 	for i, want := range map[int]string{1: "wa", 2: "wb"} {
 		out, _, _ := runCLI(ctx, "status", "--json", "--server", server, ids[i])
 		var v jobView
@@ -171,21 +162,40 @@ func TestE2EPropertiesOverSSH(t *testing.T) {
 // same session waits for it with `gridwire property watch --once`.
 func TestE2EPropertiesOnSlurm(t *testing.T) {
 	cl := slurmCluster(t)
-	if err := os.Chmod(cl.WorkRoot, 0o755); err != nil {
+	server, ids, _ := batchPropertySession(t, "Slurm", cl.WorkRoot, "from-slurm", func(bin, _ string) string {
+		return bin + " property put peer from-slurm"
+	})
+	waitSessionSucceeded(context.Background(), t, server, ids[0])
+}
+
+// batchPropertySession submits, to a batch cluster of the given LRMS (its shipped
+// profile, its queue debug, its work root root), a session of a writer task running
+// writerExe (given the gridwire binary and a directory every node shares) and a reader
+// task that waits for the property peer with `gridwire property watch --once` and
+// writes it to the shared file got. It returns the server, the submitted IDs (the
+// session first) and the shared directory once the reader got want; if it got anything
+// else, the writer's environment is shown when writerExe saved it as writer.env.
+func batchPropertySession(t *testing.T, lrms, root, want string, writerExe func(bin, shared string) string) (server string, ids []string, shared string) {
+	t.Helper()
+	if err := os.Chmod(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cfg := writeFile(t, t.TempDir(), "gridwire.yaml", "clusters:\n  - name: hpc\n    kind: fork\n    profile: slurm\n    lrms: Slurm\n"+
-		"    queues: [debug]\n    work_root: "+cl.WorkRoot+"\n")
-	shared := sharedDir(t)
+	profile := strings.ToLower(lrms)
+	cfg := writeFile(t, t.TempDir(), "gridwire.yaml", "clusters:\n  - name: "+profile+"\n    kind: fork\n    profile: "+profile+
+		"\n    lrms: "+lrms+"\n    queues: [debug]\n    work_root: "+root+"\n")
+	shared = sharedDir(t)
 	bin := filepath.Join(shared, "gridwire")
 	if err := os.Rename(buildBinary(t), bin); err != nil {
 		t.Fatal(err)
 	}
-	server := serveCLI(t, "--config", cfg)
-	topo := writeFile(t, t.TempDir(), "props.xml", `<topology name="slurm-props">
+	if err := os.Chmod(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	server = serveCLI(t, "--config", cfg)
+	topo := writeFile(t, t.TempDir(), "props.xml", `<topology name="`+profile+`-props">
   <property name="peer"/>
   <decltask name="server">
-    <exe>`+bin+` property put peer from-slurm</exe>
+    <exe>`+writerExe(bin, shared)+`</exe>
     <properties><name access="write">peer</name></properties>
   </decltask>
   <decltask name="client">
@@ -194,23 +204,16 @@ func TestE2EPropertiesOnSlurm(t *testing.T) {
   </decltask>
   <main name="main"><task>server</task><task>client</task></main>
 </topology>`)
-	ctx := context.Background()
-	out, errOut, err := runCLI(ctx, "submit", "--server", server, topo)
+	out, errOut, err := runCLI(context.Background(), "submit", "--server", server, topo)
 	if err != nil {
 		t.Fatalf("submit: %v %s", err, errOut)
 	}
-	if got := waitContent(t, filepath.Join(shared, "got")); got != "from-slurm" {
-		t.Fatalf("the reader got %q", got)
+	if ids = strings.Fields(out); len(ids) != 3 {
+		t.Fatalf("submit printed %q, want the session and two tasks", out)
 	}
-	session := strings.Fields(out)[0]
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		out, _, _ := runCLI(ctx, "status", "--json", "--server", server, session)
-		var v jobView
-		if json.Unmarshal([]byte(out), &v) == nil && v.Status == string(events.StatusSucceeded) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the session did not succeed: %s", out)
-		}
+	if got := waitContent(t, filepath.Join(shared, "got")); got != want {
+		env, _ := os.ReadFile(filepath.Join(shared, "writer.env"))
+		t.Fatalf("the reader got %q; the writer's environment:\n%s", got, env)
 	}
+	return server, ids, shared
 }

@@ -4,12 +4,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/pkg/envfile"
@@ -25,61 +23,17 @@ import (
 // reads on the node and removes when the program ends; no credential is in the log.
 func TestE2EPropertiesOnPBS(t *testing.T) {
 	cl := pbsCluster(t)
-	if err := os.Chmod(cl.WorkRoot, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	t.Setenv("SBATCH_EXPORT", "NONE")
-	cfg := writeFile(t, t.TempDir(), "gridwire.yaml", "clusters:\n  - name: pbs\n    kind: fork\n    profile: pbs\n    lrms: PBS\n"+
-		"    queues: [debug]\n    work_root: "+cl.WorkRoot+"\n")
-	shared := sharedDir(t)
-	bin := filepath.Join(shared, "gridwire")
-	if err := os.Rename(buildBinary(t), bin); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	server := serveCLI(t, "--config", cfg)
-	topo := writeFile(t, t.TempDir(), "props.xml", `<topology name="pbs-props">
-  <property name="peer"/>
-  <decltask name="server">
-    <exe>/bin/sh -c 'env > `+shared+`/writer.env; `+bin+` property put peer from-pbs'</exe>
-    <properties><name access="write">peer</name></properties>
-  </decltask>
-  <decltask name="client">
-    <exe>/bin/sh -c '`+bin+` property watch --once peer > `+shared+`/got.tmp &amp;&amp; mv `+shared+`/got.tmp `+shared+`/got'</exe>
-    <properties><name access="read">peer</name></properties>
-  </decltask>
-  <main name="main"><task>server</task><task>client</task></main>
-</topology>`)
+	server, ids, shared := batchPropertySession(t, "PBS", cl.WorkRoot, "from-pbs", func(bin, shared string) string {
+		return "/bin/sh -c 'env > " + shared + "/writer.env; " + bin + " property put peer from-pbs'"
+	})
 	ctx := context.Background()
-	out, errOut, err := runCLI(ctx, "submit", "--server", server, topo)
-	if err != nil {
-		t.Fatalf("submit: %v %s", err, errOut)
-	}
-	ids := strings.Fields(out)
-	if len(ids) != 3 {
-		t.Fatalf("submit printed %q, want the session and two tasks", out)
-	}
-	if got := waitContent(t, filepath.Join(shared, "got")); got != "from-pbs" {
-		env, _ := os.ReadFile(filepath.Join(shared, "writer.env"))
-		t.Fatalf("the reader got %q; the writer's environment:\n%s", got, env)
-	}
 	// The job had none of the submitting environment: what it has, it has from the file.
 	if env := waitContent(t, filepath.Join(shared, "writer.env")); strings.Contains(env, "SBATCH_EXPORT=") {
 		t.Fatalf("the writer had the submitting environment, so this shows nothing about PBS:\n%s", env)
 	}
 	session := ids[0]
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		out, _, _ := runCLI(ctx, "status", "--json", "--server", server, session)
-		var v jobView
-		if json.Unmarshal([]byte(out), &v) == nil && v.Status == string(events.StatusSucceeded) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the session did not succeed: %s", out)
-		}
-	}
+	waitSessionSucceeded(ctx, t, server, session)
 	for _, id := range ids[1:] {
 		dir := filepath.Join(cl.WorkRoot, id)
 		if _, err := os.Stat(filepath.Join(dir, events.ScriptFile)); err != nil {

@@ -116,16 +116,7 @@ func TestPropertiesOnTheForkCluster(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		out, _, _ := runCLI(ctx, "status", "--json", "--server", server, session)
-		var v jobView
-		if json.Unmarshal([]byte(out), &v) == nil && v.Status == string(events.StatusSucceeded) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the session did not succeed: %s", out)
-		}
-	}
+	waitSessionSucceeded(ctx, t, server, session)
 	out, _, err = runCLI(ctx, "history", "--server", server, session)
 	if err != nil || strings.Count(out, "dev.gridwire.job.property_set.v1") != 1 {
 		t.Fatalf("the session's history (%v):\n%s", err, out)
@@ -372,5 +363,20 @@ func TestPropertyWatchResumes(t *testing.T) {
 	defer mu.Unlock()
 	if lastIDs[0] != "" || lastIDs[1] != "1" || lastIDs[2] != "2" {
 		t.Fatalf("the reconnections asked to resume after %q", lastIDs)
+	}
+}
+
+// waitSessionSucceeded waits up to a minute for the session to be SUCCEEDED.
+func waitSessionSucceeded(ctx context.Context, t *testing.T, server, session string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		out, _, _ := runCLI(ctx, "status", "--json", "--server", server, session)
+		var v jobView
+		if json.Unmarshal([]byte(out), &v) == nil && v.Status == string(events.StatusSucceeded) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the session did not succeed: %s", out)
+		}
 	}
 }
