@@ -197,8 +197,8 @@ func (t *template) splice(b []byte, slots []slot) ([]byte, bool) {
 // markerBase numbers the int slots' markers: no index of a topology comes near it.
 const markerBase = 7_316_000_000_000
 
-// newTemplate cuts the JSON of a copy of j whose slots hold markers.
-func newTemplate(j *events.Job) *template {
+// slotCopy copies j deeply enough that writing its slots leaves j as it was.
+func slotCopy(j *events.Job) events.Job {
 	c := *j
 	c.Arguments = append([]string(nil), j.Arguments...)
 	c.Environment = append([]events.EnvVar(nil), j.Environment...)
@@ -210,6 +210,12 @@ func newTemplate(j *events.Job) *template {
 		p := *j.Requirements.Placement
 		c.Requirements.Placement = &p
 	}
+	return c
+}
+
+// newTemplate cuts the JSON of a copy of j whose slots hold markers.
+func newTemplate(j *events.Job) *template {
+	c := slotCopy(j)
 	slots := slotsOf(&c, nil)
 	t := &template{absent: make([]bool, len(slots))}
 	markers := make([][]byte, len(slots))

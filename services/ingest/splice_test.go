@@ -145,17 +145,7 @@ func TestInstancesOfAShapeDifferOnlyInSlots(t *testing.T) {
 
 // blankSlots is a deep enough copy of j with every slot zero.
 func blankSlots(j *events.Job) events.Job {
-	c := *j
-	c.Arguments = append([]string(nil), j.Arguments...)
-	c.Environment = append([]events.EnvVar(nil), j.Environment...)
-	if j.DDS != nil {
-		d := *j.DDS
-		c.DDS = &d
-	}
-	if j.Requirements.Placement != nil {
-		p := *j.Requirements.Placement
-		c.Requirements.Placement = &p
-	}
+	c := slotCopy(j)
 	for _, s := range slotsOf(&c, nil) {
 		if s.s != nil {
 			*s.s = ""
