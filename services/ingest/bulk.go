@@ -53,7 +53,7 @@ type Result struct {
 func (s *Service) SubmitAll(ctx context.Context, subs []Submission) []Result {
 	results := make([]Result, len(subs))
 	preps := make([]prepared, len(subs))
-	var all []events.Event
+	all := make([]events.Event, 0, len(subs)) // one job an item, the usual case
 	for i, sub := range subs {
 		results[i].Index = i
 		p, err := s.prepare(ctx, sub)

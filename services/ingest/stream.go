@@ -116,7 +116,7 @@ func (s *Service) checkStream(sub Submission, t *dds.Topology, st stamper) error
 		}
 		slots = slotsOf(j, slots[:0])
 		if !checked || !plainSlots(slots) {
-			if err := validateJob(*j, s.fields); err != nil {
+			if err := validateJob(j, s.fields); err != nil {
 				return fmt.Errorf("%w: %s: job %d: %v", ErrInvalid, sub.File, i, err)
 			}
 			if shaped && !checked {

@@ -23,8 +23,8 @@ var nameFields = map[string]bool{
 // validateJob refuses a job holding a value no target can carry: a NUL byte anywhere (no
 // C string, argv entry, environment entry or file name can hold one), or a control
 // character in a file or variable name. Every problem is named by its field path. fields
-// caches the walk's struct fields per type (nil: none kept).
-func validateJob(j events.Job, fields *fieldCache) error {
+// caches the walk's struct fields per type (nil: none kept). j is only read.
+func validateJob(j *events.Job, fields *fieldCache) error {
 	var errs []error
 	w := &walker{fields: fields, f: func(w *walker, field, s string) {
 		if i := strings.IndexByte(s, 0); i >= 0 {
@@ -37,7 +37,7 @@ func validateJob(j events.Job, fields *fieldCache) error {
 			}
 		}
 	}}
-	w.walk(reflect.ValueOf(j), "")
+	w.walk(reflect.ValueOf(j).Elem(), "") // by pointer: a Job boxed in an interface is a copy of 1 KB
 	return errors.Join(errs...)
 }
 

@@ -34,7 +34,7 @@ func TestSubmitRefusesNULAndControlCharacters(t *testing.T) {
 	if _, err := s.Submit(t.Context(), Submission{File: "job.json", Data: []byte(ok)}); err != nil {
 		t.Errorf("control characters in arguments and values: %v", err)
 	}
-	if err := validateJob(events.Job{Fields: map[string]string{"F\x00": "v"}}, &fieldCache{}); err == nil || !strings.Contains(err.Error(), "fields key") {
+	if err := validateJob(&events.Job{Fields: map[string]string{"F\x00": "v"}}, &fieldCache{}); err == nil || !strings.Contains(err.Error(), "fields key") {
 		t.Errorf("a NUL in a field name: %v", err)
 	}
 }

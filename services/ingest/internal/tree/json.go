@@ -30,12 +30,15 @@ func ParseJSON(data []byte) (*Node, error) {
 type jsonParser struct {
 	slab      []Node  // nodes are carved from here, to allocate in bulk
 	fieldSlab []Field // and the fields of objects
-	fields    []Field // fields of the objects being read, innermost last
-	data      []byte
-	src       string // data as a string: strings without escapes are slices of it
-	off       int
-	line      int
-	lineStart int
+	// the sizes of the last slabs: each next one doubles up to a bound, so a small
+	// document (most items of a bulk submission) allocates little
+	slabN, fieldSlabN int
+	fields            []Field // fields of the objects being read, innermost last
+	data              []byte
+	src               string // data as a string: strings without escapes are slices of it
+	off               int
+	line              int
+	lineStart         int
 }
 
 func (p *jsonParser) col() int { return p.off - p.lineStart + 1 }
@@ -105,7 +108,8 @@ func (p *jsonParser) value(depth int) (*Node, error) {
 
 func (p *jsonParser) node() *Node {
 	if len(p.slab) == 0 {
-		p.slab = make([]Node, 32)
+		p.slabN = min(max(2*p.slabN, 4), 32)
+		p.slab = make([]Node, p.slabN)
 	}
 	n := &p.slab[0]
 	p.slab = p.slab[1:]
@@ -116,7 +120,8 @@ func (p *jsonParser) node() *Node {
 // keep copies an object's fields out of the stack into the slab.
 func (p *jsonParser) keep(fields []Field) []Field {
 	if len(fields) > len(p.fieldSlab) {
-		p.fieldSlab = make([]Field, max(64, len(fields)))
+		p.fieldSlabN = min(max(2*p.fieldSlabN, 8), 64)
+		p.fieldSlab = make([]Field, max(p.fieldSlabN, len(fields)))
 	}
 	out := p.fieldSlab[:len(fields):len(fields)]
 	p.fieldSlab = p.fieldSlab[len(fields):]
