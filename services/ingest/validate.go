@@ -26,7 +26,10 @@ var nameFields = map[string]bool{
 // caches the walk's struct fields per type (nil: none kept). j is only read.
 func validateJob(j *events.Job, fields *fieldCache) error {
 	var errs []error
-	w := &walker{fields: fields, f: func(w *walker, field, s string) {
+	w := &walker{segs: make([]seg, 0, 16), fields: fields, f: func(w *walker, field, s string) {
+		if plain(s) {
+			return // no NUL and no control character: nothing below can refuse it
+		}
 		if i := strings.IndexByte(s, 0); i >= 0 {
 			errs = append(errs, fmt.Errorf("%s: holds a NUL byte at offset %d, which no argument, variable or file name can carry", w.path(), i))
 			return
@@ -42,6 +45,18 @@ func validateJob(j *events.Job, fields *fieldCache) error {
 }
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 }
+
+// plain reports whether s is printable ASCII: then it holds neither a NUL nor any rune
+// isControl names (C1 controls are two bytes, the first >= 0x80), and validateJob's
+// checks, a map lookup and two scans, are skipped for the usual value.
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; b < 0x20 || b >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
 
 // walker calls f with every string below a value (map keys too) and its top-level field
 // name ("environment.name" for variable names). The string's path in the job's JSON
@@ -102,7 +117,12 @@ func (w *walker) walk(v reflect.Value, field string) {
 	case reflect.Map:
 		iter := v.MapRange()
 		for iter.Next() {
-			k := fmt.Sprint(iter.Key().Interface())
+			var k string
+			if iter.Key().Kind() == reflect.String {
+				k = iter.Key().String() // what Sprint gives, without boxing it
+			} else {
+				k = fmt.Sprint(iter.Key().Interface())
+			}
 			w.segs = append(w.segs, seg{name: k, key: true})
 			w.walk(iter.Key(), field)
 			w.segs[len(w.segs)-1] = seg{name: k}
@@ -111,6 +131,9 @@ func (w *walker) walk(v reflect.Value, field string) {
 		}
 	case reflect.Struct:
 		for _, fi := range w.fields.of(v.Type()) {
+			if !fi.strings {
+				continue // an int, a bool, a time: nothing to check below
+			}
 			fld := field
 			switch {
 			case field == "":
@@ -125,10 +148,40 @@ func (w *walker) walk(v reflect.Value, field string) {
 	}
 }
 
-// fieldInfo is an exported struct field and its JSON name.
+// fieldInfo is an exported struct field, its JSON name, and whether a string can be
+// reached below it by the walk.
 type fieldInfo struct {
-	index int
-	name  string
+	index   int
+	name    string
+	strings bool
+}
+
+// holdsStrings reports whether walk can meet a string below a value of type t: a
+// string, an interface (anything), or a pointer, slice, array, map or exported struct
+// field leading to one. Byte slices and arrays are skipped by walk, and so by this.
+// seen breaks cycles (a type met again adds nothing new).
+func holdsStrings(t reflect.Type, seen map[reflect.Type]bool) bool {
+	if seen[t] {
+		return false
+	}
+	seen[t] = true
+	switch t.Kind() {
+	case reflect.String, reflect.Interface:
+		return true
+	case reflect.Pointer:
+		return holdsStrings(t.Elem(), seen)
+	case reflect.Slice, reflect.Array:
+		return t.Elem().Kind() != reflect.Uint8 && holdsStrings(t.Elem(), seen)
+	case reflect.Map:
+		return holdsStrings(t.Key(), seen) || holdsStrings(t.Elem(), seen)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if sf := t.Field(i); sf.IsExported() && holdsStrings(sf.Type, seen) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // fieldCache keeps each struct type's fields once read: a job's types are walked for
@@ -152,7 +205,7 @@ func (c *fieldCache) of(t reflect.Type) []fieldInfo {
 		if name == "" || name == "-" {
 			name = sf.Name
 		}
-		fs = append(fs, fieldInfo{i, name})
+		fs = append(fs, fieldInfo{i, name, holdsStrings(sf.Type, map[reflect.Type]bool{})})
 	}
 	if c != nil {
 		c.m.Store(t, fs)
