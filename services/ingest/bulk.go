@@ -147,13 +147,22 @@ func ParseBulk(data []byte) ([]Item, error) {
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	var items []Item
 	if len(trimmed) > 0 && trimmed[0] == '[' {
-		var raw []json.RawMessage
-		if err := json.Unmarshal(trimmed, &raw); err != nil {
+		if err := validArray(trimmed); err != nil {
 			return nil, httpapi.Errorf(http.StatusBadRequest, "bad_bulk", "the body is not a JSON array of items: %v", err)
 		}
-		for i, b := range raw {
-			it, err := parseItem(b)
-			if err != nil {
+		// The array is well formed: its items are read by one decoder, in place, rather
+		// than copied out one by one and each read by a decoder of its own.
+		dec := json.NewDecoder(bytes.NewReader(trimmed))
+		dec.DisallowUnknownFields()
+		if _, err := dec.Token(); err != nil { // [
+			return nil, httpapi.Errorf(http.StatusBadRequest, "bad_bulk", "the body is not a JSON array of items: %v", err)
+		}
+		for i := 0; dec.More(); i++ {
+			var it Item
+			if err := dec.Decode(&it); err != nil {
+				return nil, httpapi.Errorf(http.StatusBadRequest, "bad_bulk", "item %d: %v", i, err)
+			}
+			if err := checkItem(it); err != nil {
 				return nil, httpapi.Errorf(http.StatusBadRequest, "bad_bulk", "item %d: %v", i, err)
 			}
 			items = append(items, it)
@@ -161,11 +170,27 @@ func ParseBulk(data []byte) ([]Item, error) {
 	} else {
 		sc := bufio.NewScanner(bytes.NewReader(data))
 		sc.Buffer(nil, MaxBulkBytes)
+		// A line that is one JSON object is read by a decoder shared by all lines, fed
+		// one line at a time; any other line by a decoder of its own, whose error or
+		// leniency (what follows a first value on the line) is the answer as before.
+		var next lineReader
+		shared := json.NewDecoder(&next)
+		shared.DisallowUnknownFields()
 		for line := 1; sc.Scan(); line++ {
-			if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			text := bytes.TrimSpace(sc.Bytes())
+			if len(text) == 0 {
 				continue
 			}
-			it, err := parseItem(sc.Bytes())
+			var it Item
+			var err error
+			if text[0] == '{' && json.Valid(text) {
+				next.b = text
+				if err = shared.Decode(&it); err == nil {
+					err = checkItem(it)
+				}
+			} else {
+				it, err = parseItem(sc.Bytes())
+			}
 			if err != nil {
 				return nil, httpapi.Errorf(http.StatusBadRequest, "bad_bulk", "line %d (item %d): %v", line, len(items), err)
 			}
@@ -192,8 +217,35 @@ func parseItem(b []byte) (Item, error) {
 	if err := dec.Decode(&it); err != nil {
 		return it, err
 	}
-	if it.Description == "" {
-		return it, fmt.Errorf("description: missing or empty")
+	return it, checkItem(it)
+}
+
+// lineReader hands a decoder one line, then io.EOF until given the next.
+type lineReader struct{ b []byte }
+
+func (r *lineReader) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, io.EOF
 	}
-	return it, nil
+	n := copy(p, r.b)
+	r.b = r.b[n:]
+	return n, nil
+}
+
+// checkItem refuses an item without a description.
+func checkItem(it Item) error {
+	if it.Description == "" {
+		return fmt.Errorf("description: missing or empty")
+	}
+	return nil
+}
+
+// validArray reports why data (which starts with '[') is not one JSON array, in the
+// words json.Unmarshal uses.
+func validArray(data []byte) error {
+	if json.Valid(data) {
+		return nil
+	}
+	var raw []json.RawMessage
+	return json.Unmarshal(data, &raw)
 }

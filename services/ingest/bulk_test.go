@@ -78,13 +78,43 @@ func TestBulkSubmissionAnswersEachItem(t *testing.T) {
 // A body that is not a list of items is refused whole, naming the item and its line.
 func TestBulkBodyErrorsNameTheItem(t *testing.T) {
 	for body, want := range map[string]string{
-		`{"description":"x"}` + "\n" + `{"descripton":"x"}`: "line 2 (item 1)",
-		`[{"description":""}]`:                              "item 0: description",
-		``:                                                  "no item",
+		`{"description":"x"}` + "\n" + `{"descripton":"x"}`:   "line 2 (item 1)",
+		`[{"description":""}]`:                                "item 0: description",
+		`[{"description":"x"},{"description":"y","fil":"a"}]`: "item 1: json: unknown field",
+		`[{"description":"x"},"y"]`:                           "item 1: json: cannot unmarshal",
+		`[{"description":"x"},]`:                              "not a JSON array",
+		`[{"description":"x"}] {}`:                            "not a JSON array",
+		"{\"description\":\"x\"}\n\n{\"description\":5}":      "line 3 (item 1): json: cannot unmarshal",
+		"{\"description\":\"x\"}\r\n{\"description\":\"x\",":  "line 2 (item 1)",
+		"{\"description\":\"x\"}\n{}":                         "line 2 (item 1): description",
+		``:                                                    "no item",
 	} {
 		_, err := ParseBulk([]byte(body))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", body, err, want)
+		}
+	}
+}
+
+// The items of a body are read alike whether it is NDJSON (blank lines, CRLF and
+// indentation allowed) or a JSON array, each with every field, in order.
+func TestBulkBodyReadsEveryItem(t *testing.T) {
+	want := []Item{
+		{File: "a.json", Description: `{"version":3}`, IdempotencyKey: "k"},
+		{Format: "jsdl", ContentType: "application/xml", Description: "<x/>"},
+		{Description: "z"},
+	}
+	ndjson := "  {\"file\":\"a.json\",\"description\":\"{\\\"version\\\":3}\",\"idempotency_key\":\"k\"}\r\n\n" +
+		"{\"format\":\"jsdl\",\"content_type\":\"application/xml\",\"description\":\"<x/>\"}\n" +
+		"{\"description\":\"z\"}"
+	arr := "[" + strings.ReplaceAll(strings.TrimSpace(strings.ReplaceAll(ndjson, "\r\n\n", "\n")), "\n", ",") + "]"
+	for _, body := range []string{ndjson, arr} {
+		got, err := ParseBulk([]byte(body))
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("%s (-want +got):\n%s", body, d)
 		}
 	}
 }
