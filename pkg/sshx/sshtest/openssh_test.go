@@ -40,11 +40,17 @@ func TestCleanupEndsDetachedJobs(t *testing.T) {
 	// A process of the test's own session whose command line names the directory too:
 	// the cleanup must leave it alone. (In a container the test's session leader may sit
 	// outside the PID namespace, where /proc shows the session as 0.)
-	own := exec.Command("/bin/sh", "-c", "sleep 300; : "+s.Dir)
+	// (A shell waiting on its standard input, a pipe nobody writes: it starts no child
+	// that could outlive it.)
+	own := exec.Command("/bin/sh", "-c", "read line", "sh", s.Dir)
+	stdin, err := own.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := own.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { own.Process.Kill(); own.Wait() }()
+	defer func() { stdin.Close(); own.Process.Kill(); own.Wait() }()
 	proctest.KillSessionsNaming(filepath.Dir(s.Dir))
 	for deadline := time.Now().Add(10 * time.Second); alive(pid); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
