@@ -63,7 +63,9 @@ type envelope struct {
 }
 
 // scanEnvelope reads a structured-mode CloudEvent whose attributes are all strings and
-// whose data is JSON or base64.
+// whose data is a JSON object or array ("data", as Encode writes it) or base64
+// ("data_base64", as every body was written before). Either way Data is the bytes as
+// written: signatures cover them.
 func scanEnvelope(b []byte) (Event, error) {
 	var e Event
 	var env envelope
@@ -100,8 +102,13 @@ func scanEnvelope(b []byte) (Event, error) {
 			}
 			e.Data, haveData, j = json.RawMessage(data[:n:n]), true, end
 		case "data":
-			end, err := skipValue(b, j)
-			if err != nil || b[j] != '{' && b[j] != '[' {
+			// Data as Encode writes it now: a JSON object or array, kept as written (it
+			// shares the body's bytes). Bodies written before hold it in data_base64.
+			if j >= len(b) || b[j] != '{' && b[j] != '[' {
+				return e, errSlowPath
+			}
+			end, ok := JSONValueEnd(b, j)
+			if !ok || !jsonData(b[j:end]) { // nested deeper than the SDK reads
 				return e, errSlowPath
 			}
 			e.Data, haveData, j = json.RawMessage(b[j:end:end]), true, end
@@ -259,47 +266,4 @@ func scanString(b []byte, i int) ([]byte, int, error) {
 		}
 	}
 	return nil, len(b), errSlowPath
-}
-
-// skipValue returns the end of the JSON object or array starting at b[i]; json.Valid on
-// the span confirms it, as the SDK's decoder would.
-func skipValue(b []byte, i int) (int, error) {
-	depth := 0
-	for j := i; j < len(b); j++ {
-		switch b[j] {
-		case '"':
-			k := bytes.IndexByte(b[j+1:], '"')
-			for k >= 0 && escaped(b, j+1+k) {
-				n := bytes.IndexByte(b[j+2+k:], '"')
-				if n < 0 {
-					return 0, errSlowPath
-				}
-				k += n + 1
-			}
-			if k < 0 {
-				return 0, errSlowPath
-			}
-			j += 1 + k
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-			if depth == 0 {
-				if !json.Valid(b[i : j+1]) {
-					return 0, errSlowPath
-				}
-				return j + 1, nil
-			}
-		}
-	}
-	return 0, errSlowPath
-}
-
-// escaped reports whether the quote at b[q] is preceded by an odd number of backslashes.
-func escaped(b []byte, q int) bool {
-	n := 0
-	for k := q - 1; k >= 0 && b[k] == '\\'; k-- {
-		n++
-	}
-	return n%2 == 1
 }

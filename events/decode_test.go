@@ -1,6 +1,8 @@
 package events
 
 import (
+	"bytes"
+	"encoding/base64"
 	"testing"
 	"time"
 
@@ -40,9 +42,14 @@ func storeBodies(tb testing.TB) [][]byte {
 	return out
 }
 
-// The fast path reads every body Store writes, exactly as the CloudEvents SDK reads it.
+// The fast path reads every body Store writes, and every body in the spelling it wrote
+// before (data in base64), exactly as the CloudEvents SDK reads it.
 func TestFastDecodeMatchesSDK(t *testing.T) {
+	var bodies [][]byte
 	for _, body := range storeBodies(t) {
+		bodies = append(bodies, body, oldSpelling(t, body))
+	}
+	for _, body := range bodies {
 		want, err := decodeSDK(body)
 		if err != nil {
 			t.Fatal(err)
@@ -94,6 +101,7 @@ func TestDecodeStored(t *testing.T) {
 func FuzzFastDecode(f *testing.F) {
 	for _, b := range storeBodies(f) {
 		f.Add(b)
+		f.Add(oldSpelling(f, b))
 	}
 	f.Add([]byte(`{"specversion":"1.0","id":"x","source":"s","type":"dev.gridwire.job.held.v1","subject":"J","datacontenttype":"application/json","time":"2026-01-01T00:00:00Z","data":{"a":"\"}"}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -111,15 +119,34 @@ func FuzzFastDecode(f *testing.F) {
 	})
 }
 
+// oldSpelling is a body as Encode wrote it before: the data in data_base64.
+func oldSpelling(tb testing.TB, body []byte) []byte {
+	e, err := Decode(body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	old := bytes.Replace(body, append([]byte(`"data":`), e.Data...), []byte(`"data_base64":"`+base64.StdEncoding.EncodeToString(e.Data)+`"`), 1)
+	if bytes.Equal(old, body) {
+		tb.Fatalf("no data member in %s", body)
+	}
+	return old
+}
+
 // BenchmarkDecode reads store-written bodies with Decode (the fast path) beside the
-// CloudEvents SDK alone, the yardstick, each with the chain hash Decode computes.
+// CloudEvents SDK alone, the yardstick, each with the chain hash Decode computes; and
+// bodies stored before the data was written as JSON (fast-base64).
 func BenchmarkDecode(b *testing.B) {
 	bodies := storeBodies(b)
+	var olds [][]byte
+	for _, body := range bodies {
+		olds = append(olds, oldSpelling(b, body))
+	}
 	for _, c := range []struct {
 		name   string
 		decode func([]byte) (Event, error)
 	}{
 		{"fast", Decode},
+		{"fast-base64", nil},
 		{"sdk", func(body []byte) (Event, error) {
 			e, err := decodeSDK(body)
 			e.Hash = HashOf(body)
@@ -127,9 +154,13 @@ func BenchmarkDecode(b *testing.B) {
 		}},
 		{"stored", func(body []byte) (Event, error) { return DecodeStored(body, "jobs.J.held._", 1) }},
 	} {
+		in, decode := bodies, c.decode
+		if decode == nil {
+			in, decode = olds, Decode
+		}
 		b.Run(c.name, func(b *testing.B) {
 			for i := 0; b.Loop(); i++ {
-				if _, err := c.decode(bodies[i%len(bodies)]); err != nil {
+				if _, err := decode(in[i%len(in)]); err != nil {
 					b.Fatal(err)
 				}
 			}

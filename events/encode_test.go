@@ -2,8 +2,12 @@ package events
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -51,7 +55,8 @@ func randomString(r *rand.Rand, n int) string {
 // writes the SDK decodes to the event it was given.
 func TestEncodeMatchesSDK(t *testing.T) {
 	r := rand.New(rand.NewPCG(16, 1))
-	datas := [][]byte{nil, []byte(`{}`), []byte(`{"a":"b\u00e9\"","n":[1,2.5,null,true]}`), []byte(` [ ] `), []byte(`"s"`), []byte(`{`)}
+	datas := [][]byte{nil, []byte(`{}`), []byte(`{"a":"b\u00e9\"","n":[1,2.5,null,true]}`), []byte(` [ ] `), []byte(`"s"`), []byte(`{`),
+		[]byte(`[{"k":"}]\\"},"\u005d"]`), []byte("{\"x\": 1}\t")}
 	sources := []string{"gridwire/ingest/host-1", "", " ", "https://example.org/a?b=c#d", "a b", "%zz", "//host/x", "urn:x:y", "é"}
 	for i := range 5000 {
 		pick := func(plain string) string {
@@ -91,33 +96,151 @@ func TestEncodeMatchesSDK(t *testing.T) {
 	}
 }
 
-// Bodies Store wrote before Encode wrote them itself hash and read as they did: Encode
-// gives the events of the store-written bodies back byte for byte.
+// Bodies stored before the data was written as a JSON value (every event of the recorded
+// replay fixtures, data in data_base64) still decode, by the fast path exactly as by the
+// SDK, with their data's bytes as written; and Encode now writes each of them as it wrote
+// it then except the data member: "data_base64":"<base64>" becomes "data":<the bytes>.
 func TestEncodeKeepsStoredBodies(t *testing.T) {
-	for _, body := range storeBodies(t) {
-		e, err := Decode(body)
+	files, err := filepath.Glob("testdata/replay/v1/*.jsonl")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no replay fixtures (%v)", err)
+	}
+	n := 0
+	for _, file := range files {
+		raw, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, ok := e.appendEnvelope(nil); !ok {
-			t.Fatalf("the direct writer leaves a store-written event to the SDK:\n%s", body)
+		for i, line := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
+			var msg struct {
+				Event json.RawMessage `json:"event"`
+			}
+			if err := json.Unmarshal(line, &msg); err != nil {
+				t.Fatalf("%s:%d: %v", file, i+1, err)
+			}
+			old := []byte(msg.Event)
+			b64 := oldData.FindSubmatch(old)
+			if b64 == nil {
+				t.Fatalf("%s:%d: a stored body without data_base64: %s", file, i+1, old)
+			}
+			data, err := base64.StdEncoding.DecodeString(string(b64[1]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := scanEnvelope(old)
+			if err != nil {
+				t.Fatalf("%s:%d: the fast path refuses a stored body: %v\n%s", file, i+1, err, old)
+			}
+			sdk, err := decodeSDK(old)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(sdk, e); d != "" {
+				t.Fatalf("%s:%d: decoders differ (-SDK +fast):\n%s", file, i+1, d)
+			}
+			if !bytes.Equal(e.Data, data) {
+				t.Fatalf("%s:%d: data decoded as %s, stored %s", file, i+1, e.Data, data)
+			}
+			if _, ok := e.appendEnvelope(nil); !ok {
+				t.Fatalf("%s:%d: the direct writer leaves a stored event to the SDK:\n%s", file, i+1, old)
+			}
+			again, err := e.Encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := old
+			if jsonData(data) {
+				want = bytes.Replace(old, b64[0], append([]byte(`"data":`), data...), 1)
+			}
+			if !bytes.Equal(again, want) {
+				t.Fatalf("%s:%d: re-encoded\n%s\nwant\n%s", file, i+1, again, want)
+			}
+			n++
 		}
-		again, err := e.Encode()
-		if err != nil || !bytes.Equal(again, body) {
-			t.Fatalf("re-encoded differs (%v):\n%s\n%s", err, again, body)
+	}
+	if n < 100 {
+		t.Fatalf("only %d stored bodies in the fixtures", n)
+	}
+}
+
+// oldData is the data member of a body as Encode wrote it before: base64 in a string.
+var oldData = regexp.MustCompile(`"data_base64":"([A-Za-z0-9+/=]*)"`)
+
+// Encode writes an object or array as the data member, byte for byte, and data any
+// decoder would read back otherwise (a bare value, blanks around it, nesting deeper than
+// the SDK reads in a body) in data_base64; both decoders give the data back as it was.
+func TestEncodeWritesJSONData(t *testing.T) {
+	deep := func(n int) []byte {
+		return []byte(strings.Repeat("[", n) + strings.Repeat("]", n))
+	}
+	for _, c := range []struct {
+		data   []byte
+		asJSON bool
+	}{
+		{[]byte(`{"a":"b\u00e9\"}","n":[1,2.5e3,null,true,{}],"s":"\u2028<&>"}`), true},
+		{[]byte("{\"raw\":\"\xff\xfe é\"}"), true}, // not UTF-8 inside a string: JSON takes any byte from 0x20
+		{[]byte(`[]`), true},
+		{[]byte(`{ "spaced" : [ 1 , 2 ] }`), true},
+		{deep(maxDataDepth), true},
+		{deep(maxDataDepth + 1), false},
+		{[]byte(` [ ] `), false},
+		{[]byte("{}\n"), false},
+		{[]byte(`"s"`), false},
+		{[]byte(`12`), false},
+		{[]byte(`null`), false},
+	} {
+		e := encodeCase(NewID(), "gridwire/test/h", "J1", "alice", "", "", "", c.data, 0, 0, 1)
+		body := sameAsSDK(t, e)
+		name := string(c.data)
+		if len(name) > 40 {
+			name = name[:40]
+		}
+		wantMember := append([]byte(`,"data":`), c.data...)
+		if !c.asJSON {
+			wantMember = []byte(`,"data_base64":"` + base64.StdEncoding.EncodeToString(c.data) + `"`)
+		}
+		if !bytes.Contains(body, wantMember) || bytes.Count(body, []byte(`"data":`))+bytes.Count(body, []byte(`"data_base64":`)) != 1 {
+			t.Fatalf("%s: want the member %.60s in\n%.300s", name, wantMember, body)
+		}
+		sdk, err := decodeSDK(body)
+		if err != nil || !bytes.Equal(sdk.Data, c.data) {
+			t.Fatalf("%s: the SDK reads data %.60q (%v)", name, sdk.Data, err)
+		}
+		got, err := Decode(body)
+		if err != nil || !bytes.Equal(got.Data, c.data) || got.Hash != HashOf(body) {
+			t.Fatalf("%s: Decode reads data %.60q (%v)", name, got.Data, err)
+		}
+		if _, err := scanEnvelope(body); err != nil {
+			t.Fatalf("%s: the fast path leaves a body Encode wrote to the SDK", name)
 		}
 	}
 }
 
-// FuzzEncode: whatever the attributes, Encode writes what the SDK writes.
+// FuzzEncode: whatever the attributes, Encode writes what the SDK writes, and both
+// decoders read back the data exactly as given.
 func FuzzEncode(f *testing.F) {
 	f.Add("01JDJ7Q1ZQ3S2K2B9Y4N3Y8W5A", "gridwire/ingest/h", "J1", "alice", "ab", "U1", "sig", []byte(`{"a":1}`), uint64(3), int64(5), 0)
 	f.Add(" x", "a b", "J", "\"\\\n\x01é\u2028", "", "", "", []byte(``), uint64(0), int64(0), 4)
+	f.Add("x", "s", "J", "", "", "", "", []byte(` {"a":[1,{"b":"\\\""}]}`), uint64(0), int64(0), 2)
 	f.Fuzz(func(t *testing.T, id, source, job, principal, prevhash, signer, signature string, data []byte, prevseq uint64, nanos int64, name int) {
 		if name < 0 {
 			name = -name
 		}
-		sameAsSDK(t, encodeCase(id, source, job, principal, prevhash, signer, signature, data, prevseq, nanos, name&0xffff))
+		body := sameAsSDK(t, encodeCase(id, source, job, principal, prevhash, signer, signature, data, prevseq, nanos, name&0xffff))
+		if body == nil {
+			return
+		}
+		if len(data) == 0 {
+			data = []byte(`{}`)
+		}
+		sdk, err := decodeSDK(body)
+		if err != nil {
+			t.Fatalf("the SDK refuses what Encode wrote (%v):\n%s", err, body)
+		}
+		got, err := Decode(body)
+		if err != nil || !bytes.Equal(got.Data, data) || !bytes.Equal(sdk.Data, data) {
+			t.Fatalf("data %q read back as %q by Decode (%v), %q by the SDK:\n%s", data, got.Data, err, sdk.Data, body)
+		}
 	})
 }
 

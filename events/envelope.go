@@ -95,8 +95,11 @@ func (e Event) Validate() error {
 }
 
 // Encode renders the event as a structured-mode CloudEvent: the bytes the CloudEvents
-// SDK writes for it (attributes, the data as data_base64, then the extensions in name
-// order), written directly. Every event gridwire appends goes through here, and the
+// SDK writes for it (attributes, the data, then the extensions in name order), written
+// directly. The data is written as it is, a JSON value in the "data" member, when it is
+// an object or array (what json.Marshal gives for a payload) that reads back byte for
+// byte (see jsonData); any other data in "data_base64", as every body was written before
+// (docs/events.md: old logs keep that spelling, and both decode to the same bytes). Every event gridwire appends goes through here, and the
 // SDK's event, its validation and its writer cost several times the rest of an append.
 // An event the direct writer does not know the SDK to write the same way (an id with
 // surrounding blanks, a source url.Parse rewrites) is encoded by the SDK itself.
@@ -121,7 +124,12 @@ func (e Event) appendEnvelope(b []byte) ([]byte, bool) {
 	if len(data) == 0 {
 		data = json.RawMessage("{}")
 	}
-	b = slices.Grow(b, 256+len(e.Principal)+len(e.Signer)+len(e.Signature)+base64.StdEncoding.EncodedLen(len(data)))
+	asJSON := jsonData(data)
+	n := len(data)
+	if !asJSON {
+		n = base64.StdEncoding.EncodedLen(len(data))
+	}
+	b = slices.Grow(b, 256+len(e.Principal)+len(e.Signer)+len(e.Signature)+n)
 	b = append(b, `{"specversion":"1.0","id":`...)
 	b = appendSDKString(b, e.ID)
 	b = append(b, `,"source":`...)
@@ -135,9 +143,14 @@ func (e Event) appendEnvelope(b []byte) ([]byte, bool) {
 	b = appendSDKString(b, e.JobID)
 	b = append(b, `,"datacontenttype":"application/json","time":"`...)
 	b = e.Time.UTC().AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","data_base64":"`...)
-	b = base64.StdEncoding.AppendEncode(b, data)
-	b = append(b, '"')
+	if asJSON {
+		b = append(b, `","data":`...)
+		b = append(b, data...)
+	} else {
+		b = append(b, `","data_base64":"`...)
+		b = base64.StdEncoding.AppendEncode(b, data)
+		b = append(b, '"')
+	}
 	// The extensions, in the SDK's order: sorted by name.
 	if e.PrevHash != "" {
 		b = append(b, `,"prevhash":`...)
@@ -159,6 +172,44 @@ func (e Event) appendEnvelope(b []byte) ([]byte, bool) {
 		b = appendSDKString(b, e.Signer)
 	}
 	return append(b, '}'), true
+}
+
+// maxDataDepth is the deepest nesting of objects and arrays data may have to be written
+// as a JSON value: the envelope adds one level, and encoding/json (the SDK's decoder runs
+// it over the whole body first) and json-iterator (the SDK's reader) refuse a body nested
+// deeper than 10,000.
+const maxDataDepth = 10000 - 1
+
+// jsonData reports whether valid JSON data is written as a JSON value, in "data": when it
+// is one object or array with nothing around it, so that every decoder (the fast path, the
+// SDK) reads back exactly its bytes, and nested no deeper than maxDataDepth, so that the
+// body stays within every decoder's limit. Other data (a bare string or number, blanks
+// around the value) is written in "data_base64", which keeps any bytes as they are.
+func jsonData(data []byte) bool {
+	if len(data) < 2 || data[0] != '{' && data[0] != '[' || data[len(data)-1] != '}' && data[len(data)-1] != ']' {
+		return false
+	}
+	// Each level takes two bytes, so short data cannot nest too deep.
+	return len(data) <= 2*maxDataDepth || depthOf(data) <= maxDataDepth
+}
+
+// depthOf is the deepest nesting of objects and arrays in valid JSON.
+func depthOf(data []byte) int {
+	depth, deepest := 0, 0
+	for i := 0; i < len(data); i++ {
+		switch data[i] {
+		case '"':
+			end, _ := JSONStringEnd(data, i)
+			i = end - 1
+		case '{', '[':
+			if depth++; depth > deepest {
+				deepest = depth
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return deepest
 }
 
 // appendSDKString appends s as a JSON string escaped as the SDK's writer (json-iterator's
@@ -221,6 +272,9 @@ func (e Event) encodeSDK() ([]byte, error) {
 	if err := c.SetData(ce.ApplicationJSON, []byte(data)); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadEvent, err)
 	}
+	// SetData with bytes marks the data for base64; the SDK's writer puts data that is
+	// not marked, with a JSON content type, in "data" as it is.
+	c.DataBase64 = !jsonData(data)
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadEvent, err)
 	}

@@ -58,13 +58,11 @@ func TestSignedEventVerifies(t *testing.T) {
 	}
 	// Whatever a forger changes, the signature no longer holds.
 	for name, change := range map[string]func(string) string{
-		"data": func(b string) string {
-			old := base64.StdEncoding.EncodeToString(e.Data)
-			return strings.Replace(b, old, base64.StdEncoding.EncodeToString([]byte(strings.Replace(string(e.Data), "42", "43", 1))), 1)
-		},
-		"prevhash": func(b string) string { return strings.Replace(b, strings.Repeat("a", 64), strings.Repeat("b", 64), 1) },
-		"prevseq":  func(b string) string { return strings.Replace(b, `"prevseq":"7"`, `"prevseq":"8"`, 1) },
-		"source":   func(b string) string { return strings.Replace(b, "executor/test", "executor/tesx", 1) },
+		"data":       func(b string) string { return strings.Replace(b, `"native_id":"42"`, `"native_id":"43"`, 1) },
+		"data blank": func(b string) string { return strings.Replace(b, `"native_id":"42"`, `"native_id": "42"`, 1) },
+		"prevhash":   func(b string) string { return strings.Replace(b, strings.Repeat("a", 64), strings.Repeat("b", 64), 1) },
+		"prevseq":    func(b string) string { return strings.Replace(b, `"prevseq":"7"`, `"prevseq":"8"`, 1) },
+		"source":     func(b string) string { return strings.Replace(b, "executor/test", "executor/tesx", 1) },
 	} {
 		forged := change(string(body))
 		if forged == string(body) {
@@ -76,6 +74,22 @@ func TestSignedEventVerifies(t *testing.T) {
 	}
 	if _, err := ring.Verify(body, "local", st); !errors.Is(err, events.ErrBadSignature) {
 		t.Errorf("stored under another route: %v, want a bad signature", err)
+	}
+	// The data is written as a JSON value; the same event with its data in data_base64,
+	// as bodies were written before, verifies the same (the signature covers the data's
+	// bytes, not their spelling), and a change to the base64 data does not.
+	asJSON := `"data":` + string(e.Data)
+	if !strings.Contains(string(body), asJSON) {
+		t.Fatalf("the data is not written as a JSON value: %s", body)
+	}
+	old := strings.Replace(string(body), asJSON, `"data_base64":"`+base64.StdEncoding.EncodeToString(e.Data)+`"`, 1)
+	if _, err := ring.Verify([]byte(old), "hpc1", st); err != nil {
+		t.Errorf("the event in the old spelling does not verify: %v\n%s", err, old)
+	}
+	oldForged := strings.Replace(string(body), asJSON,
+		`"data_base64":"`+base64.StdEncoding.EncodeToString([]byte(strings.Replace(string(e.Data), "42", "43", 1)))+`"`, 1)
+	if _, err := ring.Verify([]byte(oldForged), "hpc1", st); !errors.Is(err, events.ErrBadSignature) {
+		t.Errorf("changed data in the old spelling: %v, want a bad signature", err)
 	}
 }
 

@@ -284,8 +284,9 @@ func TestSSEGoesOnPastBadData(t *testing.T) {
 	bad, _ := events.New(id, events.HoldRequested, "", t0, events.Note{})
 	bad.Source = "x/y"
 	body, _ := bad.Encode()
-	// The SDK writes data as base64: make it base64 of bytes that are not JSON.
-	forged := strings.Replace(string(body), `"data_base64":"e30="`, `"data_base64":"bm90IGpzb24="`, 1)
+	// Encode writes the data {} as a JSON value; a body in the older spelling, data in
+	// base64, can carry bytes that are not JSON.
+	forged := strings.Replace(string(body), `"data":{}`, `"data_base64":"bm90IGpzb24="`, 1)
 	if forged == string(body) {
 		t.Fatalf("the body has no data to replace: %s", body)
 	}
