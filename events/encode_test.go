@@ -245,7 +245,8 @@ func FuzzEncode(f *testing.F) {
 }
 
 // BenchmarkEncodeJob encodes a submitted event of a DDS instance's size (about 1.2 KB of
-// job) directly and with the SDK, the yardstick.
+// job) directly and with the SDK, the yardstick; and decodes its body (with its hash), as
+// Encode writes it and as it wrote it before (data in base64).
 func BenchmarkEncodeJob(b *testing.B) {
 	j := Job{ID: NewID(), Name: "main/workers_7/chain_7/processor_14", Parent: NewID(), Submitter: "bench",
 		Executable: "/opt/bin/processor", Arguments: []string{"--id", "14"}, Substitutions: []string{"session", "dds_location"},
@@ -263,7 +264,12 @@ func BenchmarkEncodeJob(b *testing.B) {
 		b.Fatal(err)
 	}
 	e.Source, e.Principal = "gridwire/ingest/host-1", "bench"
-	b.Logf("%d bytes of data", len(e.Data))
+	body, err := e.Encode()
+	if err != nil {
+		b.Fatal(err)
+	}
+	old := oldSpelling(b, body)
+	b.Logf("%d bytes of data, a body of %d bytes (%d with the data in base64)", len(e.Data), len(body), len(old))
 	for _, c := range []struct {
 		name   string
 		encode func() ([]byte, error)
@@ -272,6 +278,8 @@ func BenchmarkEncodeJob(b *testing.B) {
 		{"validate", func() ([]byte, error) { return nil, e.Validate() }},
 		{"json.Valid", func() ([]byte, error) { json.Valid(e.Data); return nil, nil }},
 		{"sdk", e.encodeSDK},
+		{"decode", func() ([]byte, error) { _, err := Decode(body); return nil, err }},
+		{"decode-base64", func() ([]byte, error) { _, err := Decode(old); return nil, err }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
