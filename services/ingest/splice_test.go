@@ -40,14 +40,7 @@ func spliceTopologies(t *testing.T) map[string][]byte {
 // job handed to f as a copy of its own (f may keep it).
 func streamJobs(t *testing.T, data []byte, f func(i int, j *events.Job)) {
 	t.Helper()
-	root, err := xmltree.Parse(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo, problems := dds.Prepare(root)
-	if problems != nil {
-		t.Fatal(problems)
-	}
+	topo := preparedTopology(t, data)
 	st := newStamper(Submission{File: "t.xml", Data: data, ContentType: "application/xml"})
 	parent, children, now := events.NewID(), events.NewIDRange(topo.Count()), time.Now()
 	i := 0
@@ -176,14 +169,7 @@ func TestShapeTable(t *testing.T) {
 // emitted.
 func TestEachSharedIsEach(t *testing.T) {
 	for name, data := range spliceTopologies(t) {
-		root, err := xmltree.Parse(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		topo, problems := dds.Prepare(root)
-		if problems != nil {
-			t.Fatal(problems)
-		}
+		topo := preparedTopology(t, data)
 		var want [][]byte
 		_ = topo.Each(func(j *events.Job) error {
 			b, err := json.Marshal(j)
@@ -203,4 +189,18 @@ func TestEachSharedIsEach(t *testing.T) {
 			t.Fatalf("%s: %d jobs from EachShared, %d from Each", name, i, len(want))
 		}
 	}
+}
+
+// preparedTopology parses and prepares a topology the test knows to be valid.
+func preparedTopology(t *testing.T, data []byte) *dds.Topology {
+	t.Helper()
+	root, err := xmltree.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, problems := dds.Prepare(root)
+	if problems != nil {
+		t.Fatal(problems)
+	}
+	return topo
 }
