@@ -245,11 +245,7 @@ func TestDDSEnvScriptAndExpansion(t *testing.T) {
   <decltask name="t"><exe>echo "$GREETING from $DDS_TASK_NAME" &gt; out; echo $GREETING &gt;&gt; out</exe><env>` + env + `</env></decltask>
   <main name="main"><task>t</task></main>
 </topology>`)
-	st := h.waitEnd(ids[1])
-	if st.Status != events.StatusSucceeded {
-		t.Fatalf("task %s (%s)", st.Status, st.Reason)
-	}
-	out, _ := os.ReadFile(filepath.Join(st.Incarnation.WorkDir, "out"))
+	st, out := h.succeededOut(ids[1])
 	if string(out) != "hello; touch injected from t\nhello; touch injected\n" {
 		t.Errorf("out %q, want the env script's value expanded, never run", out)
 	}
@@ -275,11 +271,7 @@ func TestDDSUnreachableExeIsDelivered(t *testing.T) {
   <main name="main"><group name="g" n="2"><task>t</task></group></main>
 </topology>`)
 	for i, id := range ids[1:] {
-		st := h.waitEnd(id)
-		if st.Status != events.StatusSucceeded {
-			t.Fatalf("task %s %s (%s)", id, st.Status, st.Reason)
-		}
-		out, _ := os.ReadFile(filepath.Join(st.Incarnation.WorkDir, "out"))
+		_, out := h.succeededOut(id)
 		if want := strconv.Itoa(i) + " delivered\n"; string(out) != want {
 			t.Errorf("task %d wrote %q, want %q", i, out, want)
 		}
@@ -296,11 +288,7 @@ func TestDDSInlineAssets(t *testing.T) {
   <decltask name="t"><exe>/bin/sh -c 'cat conf.asset "#shared.asset" &gt; out'</exe><assets><name>conf</name><name>#shared</name></assets></decltask>
   <main name="main"><task>t</task></main>
 </topology>`)
-	st := h.waitEnd(ids[1])
-	if st.Status != events.StatusSucceeded {
-		t.Fatalf("task %s (%s)", st.Status, st.Reason)
-	}
-	out, _ := os.ReadFile(filepath.Join(st.Incarnation.WorkDir, "out"))
+	st, out := h.succeededOut(ids[1])
 	if string(out) != "a=1; $(touch injected) 'q'g" {
 		t.Errorf("assets read %q", out)
 	}

@@ -91,18 +91,7 @@ func TestE2EPBSWrappers(t *testing.T) {
 		if st = h.waitFor(id, "the current state", func(events.State) bool { return true }); st.Status != events.StatusHeld {
 			t.Fatalf("state %s (%s) before the resume; want HELD", st.Status, st.Reason)
 		}
-		h.request(id, events.ResumeRequested)
-		if st = h.waitEnd(id); st.Status != events.StatusSucceeded {
-			t.Fatalf("state %s (%s)", st.Status, st.Reason)
-		}
-		names := map[events.Name]int{}
-		for _, e := range h.history(id) {
-			names[e.Name]++
-		}
-		if names[events.Held] != 1 || names[events.Resumed] != 1 {
-			t.Errorf("history counts %v; want one held and one resumed", names)
-		}
-		h.assertCleanHistory(id)
+		resumeToSuccess(t, h, id)
 	})
 
 	// qsub gets one -l select=1:ncpus=N,walltime=H:M:S: the wrapper keeps only the last -l

@@ -269,19 +269,7 @@ func TestE2ESlurm(t *testing.T) {
 		if line := squeueLine(t, st.NativeID); !strings.HasPrefix(line, "PENDING") {
 			t.Fatalf("a held job left PENDING when its partition came up: %q", line)
 		}
-		h.request(id, events.ResumeRequested)
-		st = h.waitEnd(id)
-		if st.Status != events.StatusSucceeded {
-			t.Fatalf("state %s (%s)", st.Status, st.Reason)
-		}
-		names := map[events.Name]int{}
-		for _, e := range h.history(id) {
-			names[e.Name]++
-		}
-		if names[events.Held] != 1 || names[events.Resumed] != 1 {
-			t.Errorf("history counts %v; want one held and one resumed", names)
-		}
-		h.assertCleanHistory(id)
+		resumeToSuccess(t, h, id)
 	})
 
 	t.Run("JRDL times and reserved names", func(t *testing.T) { checkJRDLRunTime(t, h) })
@@ -388,4 +376,22 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("waited 60s for %s", what)
 		}
 	}
+}
+
+// resumeToSuccess resumes a held job and checks that it then SUCCEEDED, with one held
+// and one resumed event in a clean history.
+func resumeToSuccess(t *testing.T, h *harness, id string) {
+	t.Helper()
+	h.request(id, events.ResumeRequested)
+	if st := h.waitEnd(id); st.Status != events.StatusSucceeded {
+		t.Fatalf("state %s (%s)", st.Status, st.Reason)
+	}
+	names := map[events.Name]int{}
+	for _, e := range h.history(id) {
+		names[e.Name]++
+	}
+	if names[events.Held] != 1 || names[events.Resumed] != 1 {
+		t.Errorf("history counts %v; want one held and one resumed", names)
+	}
+	h.assertCleanHistory(id)
 }

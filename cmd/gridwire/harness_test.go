@@ -234,6 +234,18 @@ func (h *harness) waitEnd(id string) events.State {
 	return h.waitFor(id, "a terminal state", func(st events.State) bool { return st.Status.Terminal() })
 }
 
+// succeededOut waits for the job to end, fails the test unless it SUCCEEDED, and
+// returns its state and the file out it wrote in its working directory.
+func (h *harness) succeededOut(id string) (events.State, []byte) {
+	h.t.Helper()
+	st := h.waitEnd(id)
+	if st.Status != events.StatusSucceeded {
+		h.t.Fatalf("task %s %s (%s)", id, st.Status, st.Reason)
+	}
+	out, _ := os.ReadFile(filepath.Join(st.Incarnation.WorkDir, "out"))
+	return st, out
+}
+
 func (h *harness) workDir(id string) string { return filepath.Join(h.dir, "jobs", id) }
 
 // history returns the job's events.

@@ -155,6 +155,21 @@ func (c *natsCluster) password(user string) string {
 }
 
 // connect logs in as a role's user ("" is anonymous) to the given URL (default: all).
+// jetStreamAs connects as user and returns the connection, its JetStream and a context
+// of 30 s; the test's cleanup closes the connection and ends the context.
+func (c *natsCluster) jetStreamAs(t *testing.T, user string) (*nats.Conn, jetstream.JetStream, context.Context) {
+	t.Helper()
+	nc, err := c.connect(user, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return nc, js, ctx
+}
+
 func (c *natsCluster) connect(user, url string, opts ...nats.Option) (*nats.Conn, error) {
 	if url == "" {
 		url = c.url()
@@ -496,14 +511,7 @@ func (c *natsCluster) forgeries(t *testing.T, g *gateway, victim, victim2 string
 	} else {
 		byPermissions++
 	}
-	ing, err := c.connect("ingest", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ing.Close()
-	js, _ := jetstream.New(ing)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	_, js, ctx := c.jetStreamAs(t, "ingest")
 	tried++
 	if _, err := js.Publish(ctx, events.Subject(victim, events.Submitted, ""), forged(victim, nil),
 		jetstream.WithExpectLastSequenceForSubject(0, events.JobFilter(victim))); err == nil {
@@ -551,14 +559,7 @@ func (c *natsCluster) forgeAsAnotherRole(t *testing.T, g *gateway, victim string
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := c.connect("gateway", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	nc, js, ctx := c.jetStreamAs(t, "gateway")
 	st, err := events.NewStore(nc, js, "test/forger").State(ctx, victim)
 	if err != nil {
 		t.Fatal(err)
@@ -775,14 +776,7 @@ func try(nc *nats.Conn, violations <-chan string, c cell) (bool, error) {
 // the roles allow succeed. Anonymous clients are not let in at all.
 func TestE2ENATSClusterPermissions(t *testing.T) {
 	c := startNATSCluster(t)
-	op, err := c.connect("operator", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer op.Close()
-	js, _ := jetstream.New(op)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	_, js, ctx := c.jetStreamAs(t, "operator")
 	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "JOBS", Subjects: []string{events.SubjectAll},
 		Replicas: 3, DenyDelete: true, DenyPurge: true, AllowDirect: true}); err != nil {
 		t.Fatal(err)
