@@ -2,7 +2,12 @@ package events_test
 
 import (
 	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gridwire/gridwire/events"
 )
@@ -93,4 +98,117 @@ func BenchmarkReadJob(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkCreateSigned is Create with an ingest key, as one submission a request
+// appends: from one caller at a time (Serial) and from 32 at once (Parallel, as the
+// bench's submit row and a busy HTTP endpoint do). cpu-ns/op is the process's CPU per
+// append, the embedded server's included; sigs/event is how many ed25519 signatures
+// the stored events carry per event.
+func BenchmarkCreateSigned(b *testing.B) {
+	for _, conc := range []int{1, 32} {
+		b.Run(concName(conc), func(b *testing.B) {
+			bs, _ := openStoreB(b)
+			st := events.NewStore(bs.Conn, bs.JS, "gridwire/ingest/bench", events.WithSigningKey(signingKey(b, events.Grant{Role: events.RoleIngest})))
+			ctx := context.Background()
+			runConcurrently(b, conc, func(int) error {
+				id := events.NewID()
+				e, _ := events.New(id, events.Submitted, "", t0, events.Job{ID: id, Executable: "/bin/true"})
+				_, err := st.Create(ctx, e)
+				return err
+			})
+			reportSignatures(b, st)
+		})
+	}
+}
+
+// BenchmarkDecideAppendSigned is Decide appending one event with a watcher key on one
+// of 2,000 jobs, from one caller at a time and from 32 at once (each on jobs of its
+// own: the appends do not conflict), as a service's workers decide.
+func BenchmarkDecideAppendSigned(b *testing.B) {
+	for _, conc := range []int{1, 32} {
+		b.Run(concName(conc), func(b *testing.B) {
+			bs, unsigned := openStoreB(b)
+			ids := fill(b, unsigned, 2048)
+			st := events.NewStore(bs.Conn, bs.JS, "gridwire/watcher/bench", events.WithSigningKey(signingKey(b, events.Grant{Role: events.RoleWatcher})))
+			ctx := context.Background()
+			var turns [32]int
+			runConcurrently(b, conc, func(worker int) error {
+				id := ids[worker+conc*(turns[worker]%(len(ids)/conc))]
+				turns[worker]++
+				_, err := st.Decide(ctx, id, func(s events.State) ([]events.Event, error) {
+					e, err := events.New(id, events.HoldRequested, "", t0, events.Note{})
+					return []events.Event{e}, err
+				})
+				return err
+			})
+			reportSignatures(b, st)
+		})
+	}
+}
+
+func concName(conc int) string {
+	if conc == 1 {
+		return "Serial"
+	}
+	return "Parallel"
+}
+
+// runConcurrently calls op b.N times in all from conc goroutines (worker numbers 0 to
+// conc-1) and reports the process's CPU per call.
+func runConcurrently(b *testing.B, conc int, op func(worker int) error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make([]error, conc)
+	cpu0 := processCPU()
+	b.ResetTimer()
+	for w := range conc {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) && errs[w] == nil {
+				errs[w] = op(w)
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	for _, err := range errs {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+}
+
+// processCPU is the user and system CPU this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportSignatures reports how many distinct ed25519 signatures the signed events of
+// the stream carry, per signed event (1: each its own; 1/n: n events a signature).
+func reportSignatures(b *testing.B, st *events.Store) {
+	b.Helper()
+	ctx := context.Background()
+	sigs, signed := map[string]bool{}, 0
+	for from := uint64(1); ; {
+		evs, more, err := st.ReadRange(ctx, from, 1024)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, e := range evs {
+			if e.Signature != "" {
+				sigs[strings.SplitN(e.Signature, ".", 2)[0]] = true
+				signed++
+			}
+			from = e.Seq + 1
+		}
+		if !more || len(evs) == 0 {
+			break
+		}
+	}
+	if signed > 0 {
+		b.ReportMetric(float64(len(sigs))/float64(signed), "sigs/event")
+	}
 }
