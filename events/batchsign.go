@@ -12,7 +12,8 @@ import (
 )
 
 // Batch signatures: a store that appends many events at once (CreateAll) signs them in
-// batches of up to batchLeaves with one ed25519 signature each, instead of one per event.
+// batches of up to batchLeaves with one ed25519 signature each, instead of one per event;
+// single appends signed at the same moment are batched the same way (groupsign.go).
 // The batch's events are the leaves of a Merkle tree (RFC 9162's hashing: a leaf is
 // SHA-256(0x00 || SigningBytes), a node SHA-256(0x01 || left || right), a last node
 // without a partner is carried up unchanged); the key signs the tree's root and the

@@ -17,8 +17,9 @@ import (
 // Signed events: every event a gridwire service appends carries the public key of the
 // role key that wrote it (ExtSigner, a NATS user nkey, "U...") and an ed25519 signature
 // (ExtSignature, base64url) over SigningBytes: the canonical envelope, the route and the
-// hash-chain link included. Events appended many at once share one signature per batch
-// and each carries its proof of membership instead (batchsign.go). A Keyring holds the public keys an auditor trusts, each with
+// hash-chain link included. Events appended many at once, or single appends signed at
+// the same moment, share one signature per batch and each carries its proof of
+// membership instead (batchsign.go, groupsign.go). A Keyring holds the public keys an auditor trusts, each with
 // its role; the rights table below says which role may write which event. The audit
 // fails an event whose signature does not hold, whose signer is unknown, or whose
 // signer's role may not write it (see docs/security.md).
@@ -144,6 +145,7 @@ type SigningKey struct {
 	grant Grant
 	pub   string
 	priv  ed25519.PrivateKey
+	group signGroup // a store's single appends signed at the same moment (groupsign.go)
 }
 
 // NewSeed makes a fresh user nkey seed ("SU...") for a signing key.

@@ -293,10 +293,12 @@ func (s *Store) append(ctx context.Context, expect uint64, prevHash string, e Ev
 }
 
 // seal signs a complete event with the store's key, when it has one, and encodes it: the
-// one place an event's body is made for the log.
+// one place an event's body is made for the log. Events of this process that are ready
+// to be signed with the same key at the same moment share one batch signature; a lone
+// event is signed at once, alone (groupsign.go).
 func (s *Store) seal(e *Event) ([]byte, error) {
 	if s.key != nil {
-		s.key.Sign(e)
+		s.key.signShared(e)
 	}
 	return e.Encode()
 }
