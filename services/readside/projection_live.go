@@ -14,15 +14,25 @@ import (
 )
 
 // projector keeps the job table projection in KV up to date with the log. It folds every
-// event into its table and writes the rows that changed, then the stamp, every flush
-// interval. Several read-side processes may run one each: they write the same rows.
+// event into its table and, every flush interval, writes the rows that are due, then the
+// stamp. Several read-side processes may run one each: they write the same rows.
+//
+// A row is due when its job has ended, or when its oldest unwritten change is one hold
+// (ten flush intervals) old: a job moving through the pipeline changes its row with each
+// of its events, a few milliseconds apart, and writing each of those states cost a KV
+// write per event (3.5-4 a fork job in gridwire bench). The table in memory, which the
+// read API serves, is current either way; the bucket is what a restart resumes from, so
+// the stamp written never passes the first unwritten event of a row still held back, and
+// a restart folds those events again (a row skips what it has folded already).
 type projector struct {
 	js    jetstream.JetStream
 	kv    jetstream.KeyValue
 	table *Table
 	log   *slog.Logger
 	every time.Duration
-	dirty map[string]bool
+	hold  time.Duration
+	now   func() time.Time
+	dirty map[string]unwritten
 	// revs holds the bucket revision of each row as this projector last saw it (read at
 	// start, acknowledged since): every row write expects it (see writeRows).
 	revs    revisions
@@ -31,6 +41,15 @@ type projector struct {
 	// metrics, when set, observe each new event's append latency.
 	metrics *metrics
 }
+
+// unwritten is a row folded since it was last written.
+type unwritten struct {
+	first uint64    // stream sequence of its oldest event not in the bucket
+	since time.Time // when that event was folded
+}
+
+// holdIntervals is how many flush intervals a changing row may wait to be written.
+const holdIntervals = 10
 
 // runProjector maintains the projection in bucket until ctx ends, folding into table
 // (nil: a table of its own), which the process's read API may serve: then it holds one
@@ -44,7 +63,7 @@ func runProjector(ctx context.Context, js jetstream.JetStream, bucket string, ev
 	if table == nil {
 		table = NewTable()
 	}
-	dirty := map[string]bool{}
+	dirty := map[string]unwritten{}
 	wait := 250 * time.Millisecond
 	for {
 		err := project(ctx, js, bucket, every, log, m, table, dirty)
@@ -61,12 +80,13 @@ func runProjector(ctx context.Context, js jetstream.JetStream, bucket string, ev
 	}
 }
 
-func project(ctx context.Context, js jetstream.JetStream, bucket string, every time.Duration, log *slog.Logger, m *metrics, table *Table, dirty map[string]bool) error {
+func project(ctx context.Context, js jetstream.JetStream, bucket string, every time.Duration, log *slog.Logger, m *metrics, table *Table, dirty map[string]unwritten) error {
 	kv, err := projectionBucket(ctx, js, bucket)
 	if err != nil {
 		return err
 	}
-	p := &projector{js: js, kv: kv, log: log.With("projection", bucket), every: every, dirty: dirty, revs: revisions{}, metrics: m, table: table}
+	p := &projector{js: js, kv: kv, log: log.With("projection", bucket), every: every, hold: holdIntervals * every, now: time.Now,
+		dirty: dirty, revs: revisions{}, metrics: m, table: table}
 	if p.folded, err = loadInto(ctx, kv, table, p.revs); err != nil {
 		return err
 	}
@@ -143,7 +163,7 @@ func (p *projector) run(ctx context.Context) error {
 			// start folds those events again from the stamp.
 			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
-			if err := p.flush(fctx); err != nil {
+			if err := p.flush(fctx, true); err != nil {
 				p.log.Warn("projection: last flush failed", "seq", p.folded, "err", err)
 			}
 			return nil
@@ -189,12 +209,12 @@ func (p *projector) loop(ctx context.Context, msgs <-chan jetstream.Msg) error {
 			}
 			p.fold(m)
 			if len(p.dirty) >= 4096 {
-				if err := p.flush(ctx); err != nil {
+				if err := p.flush(ctx, true); err != nil {
 					return err
 				}
 			}
 		case <-tick.C:
-			if err := p.flush(ctx); err != nil {
+			if err := p.flush(ctx, false); err != nil {
 				return err
 			}
 		}
@@ -210,9 +230,18 @@ func (p *projector) fold(m jetstream.Msg) {
 	e, err := events.DecodeStored(m.Data(), m.Subject(), meta.Sequence.Stream)
 	if err == nil {
 		p.metrics.observeAppend(e, meta.Timestamp)
+	}
+	p.foldEvent(e, err)
+}
+
+// foldEvent folds one decoded event (err: it could not be decoded) into the table.
+func (p *projector) foldEvent(e events.Event, err error) {
+	if err == nil {
 		var changed bool
 		if changed, err = p.table.Apply(e); changed {
-			p.dirty[e.JobID] = true
+			if _, held := p.dirty[e.JobID]; !held {
+				p.dirty[e.JobID] = unwritten{first: e.Seq, since: p.now()}
+			}
 		}
 	}
 	if err != nil {
@@ -222,23 +251,38 @@ func (p *projector) fold(m jetstream.Msg) {
 	p.table.SetSeq(p.folded)
 }
 
-// flush writes the rows that changed since the last flush, then the stamp.
-func (p *projector) flush(ctx context.Context) error {
+// flush writes the rows that are due (all: every row folded and not written), then the
+// stamp: the last event folded, or, while rows are held back, the event before the
+// oldest one a held row has not written.
+func (p *projector) flush(ctx context.Context, all bool) error {
 	if p.folded == p.written && len(p.dirty) == 0 {
 		return nil
 	}
+	now := p.now()
+	stamp := p.folded
 	rows := make([]Row, 0, len(p.dirty))
-	for id := range p.dirty {
-		if r, ok := p.table.Row(id); ok {
+	for id, u := range p.dirty {
+		r, ok := p.table.Row(id)
+		switch {
+		case !ok:
+			delete(p.dirty, id)
+		case all || r.Status.Terminal() || now.Sub(u.since) >= p.hold:
 			rows = append(rows, r)
+		default:
+			stamp = min(stamp, u.first-1)
 		}
 	}
+	if len(rows) == 0 && stamp <= p.written {
+		return nil
+	}
 	meta := p.table.Meta()
-	meta.Seq = p.folded
+	meta.Seq = max(stamp, p.written)
 	if err := writeProjection(ctx, p.js, p.kv, rows, meta, p.revs); err != nil {
 		return err
 	}
-	clear(p.dirty)
-	p.written = p.folded
+	for _, r := range rows {
+		delete(p.dirty, r.JobID)
+	}
+	p.written = meta.Seq
 	return nil
 }
