@@ -290,3 +290,27 @@ func TestSharedSigningUnderContention(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSignShared is what a signing store's single append spends on its signature:
+// from one caller (Serial: each signs alone, BenchmarkSign plus the group's bookkeeping)
+// and from 32 at once (Parallel: those that arrive while a signature is made share the
+// next). sigs/event is the ed25519 signatures made per event.
+func BenchmarkSignShared(b *testing.B) {
+	for _, conc := range []int{1, 32} {
+		b.Run(concName(conc), func(b *testing.B) {
+			k := signingKey(b, events.Grant{Role: events.RoleExecutor})
+			var mu sync.Mutex
+			roots := map[string]bool{}
+			runConcurrently(b, conc, func(int) error {
+				e, _ := events.New(events.NewID(), events.Started, "local", t0, events.StartedData{NativeID: "12345"})
+				e.Source, e.PrevSeq, e.PrevHash = "gridwire/executor/host-1", 1234, strings.Repeat("a", 64)
+				events.SignShared(k, &e)
+				mu.Lock()
+				roots[rootOf(e.Signature)] = true
+				mu.Unlock()
+				return nil
+			})
+			b.ReportMetric(float64(len(roots))/float64(b.N), "sigs/event")
+		})
+	}
+}

@@ -3,10 +3,13 @@ package readside
 import (
 	"context"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/bus"
 )
 
 // A bulk submission is signed in batches (events.SigningKey.SignAll): the audit verifies
@@ -113,12 +116,22 @@ func newSubmitted(t testing.TB, id string) events.Event {
 }
 
 // BenchmarkAudit is `audit verify --all` over 10,000 submitted jobs signed as a bulk
-// submission signs them (Batch: one signature a batch of 64) or as one submission a
-// request does (Single: one each): decoding, chain, signature and fold, per event.
-func BenchmarkAuditBatch(b *testing.B)  { benchAudit(b, true) }
-func BenchmarkAuditSingle(b *testing.B) { benchAudit(b, false) }
+// submission signs them (Batch: one signature a batch of 64), as one submission a
+// request does from one caller (Single: one each), or from 32 callers at once (Shared:
+// appends signed at the same moment share a signature): decoding, chain, signature and
+// fold, per event; sigs/event is the signatures the audit had to verify, per event.
+func BenchmarkAuditBatch(b *testing.B)  { benchAudit(b, auditBatch) }
+func BenchmarkAuditSingle(b *testing.B) { benchAudit(b, auditSingle) }
+func BenchmarkAuditShared(b *testing.B) { benchAudit(b, auditShared) }
 
-func benchAudit(b *testing.B, batched bool) {
+// How benchAudit's log was appended.
+const (
+	auditBatch = iota
+	auditSingle
+	auditShared
+)
+
+func benchAudit(b *testing.B, how int) {
 	bs, _ := openBus(b)
 	seed, _ := events.NewSeed()
 	key, _ := events.NewSigningKey(seed, events.Grant{Role: events.RoleIngest})
@@ -133,18 +146,21 @@ func benchAudit(b *testing.B, batched bool) {
 		id := events.NewID()
 		evs[i], _ = events.New(id, events.Submitted, "", t0, events.Job{ID: id, Executable: "/bin/true", Submitter: "bench"})
 	}
-	if batched {
+	switch how {
+	case auditBatch:
 		for _, err := range errsOf(st.CreateAll(ctx, evs)) {
 			if err != nil {
 				b.Fatal(err)
 			}
 		}
-	} else {
+	case auditSingle:
 		for _, e := range evs {
 			if _, err := st.Create(ctx, e); err != nil {
 				b.Fatal(err)
 			}
 		}
+	case auditShared:
+		createFrom(b, st, evs, 32)
 	}
 	for b.Loop() {
 		rep, err := Audit(ctx, bs.JS, "", ring)
@@ -153,6 +169,46 @@ func benchAudit(b *testing.B, batched bool) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(evs)), "ns/event")
+	b.ReportMetric(float64(signatures(b, bs))/float64(len(evs)), "sigs/event")
+}
+
+// createFrom creates evs from conc goroutines at once.
+func createFrom(b *testing.B, st *events.Store, evs []events.Event, conc int) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make([]error, conc)
+	for w := range conc {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(len(evs)) && errs[w] == nil; i = next.Add(1) - 1 {
+				_, errs[w] = st.Create(context.Background(), evs[i])
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// signatures counts the distinct ed25519 signatures (a batch's root once) in the log.
+func signatures(b *testing.B, bs *bus.Bus) int {
+	reader := events.NewStore(bs.Conn, bs.JS, "bench/reader", events.WithStateCache(0))
+	sigs := map[string]bool{}
+	for from := uint64(1); ; {
+		evs, more, err := reader.ReadRange(context.Background(), from, 1024)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, e := range evs {
+			sigs[strings.SplitN(e.Signature, ".", 2)[0]] = true
+			from = e.Seq + 1
+		}
+		if !more || len(evs) == 0 {
+			return len(sigs)
+		}
+	}
 }
 
 func errsOf(_ []uint64, errs []error) []error { return errs }
