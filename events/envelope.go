@@ -55,7 +55,7 @@ func NewID() string { return ulid.MustNew(ulid.Now(), rand.Reader).String() }
 
 // New builds an event for a job with a fresh ID, the given payload and time.
 func New(jobID string, name Name, route string, at time.Time, payload any) (Event, error) {
-	data, err := json.Marshal(payload)
+	data, err := marshalPayload(payload)
 	if err != nil {
 		return Event{}, fmt.Errorf("encoding %s payload for job %s: %w", name, jobID, err)
 	}
