@@ -112,6 +112,7 @@ func BenchmarkSubmitPrepare(b *testing.B) {
 	ctx := context.Background()
 	sub := Submission{File: "bench.json", Data: []byte(`{"version":3,"executable":"/bin/true"}`), Submitter: "bench"}
 	b.ReportAllocs()
+	defer reportCPU(b)()
 	for b.Loop() {
 		if _, err := svc.prepare(ctx, sub); err != nil {
 			b.Fatal(err)
