@@ -46,6 +46,7 @@ type projector struct {
 type unwritten struct {
 	first uint64    // stream sequence of its oldest event not in the bucket
 	since time.Time // when that event was folded
+	ended bool      // its last event was a terminal one: the row is due
 }
 
 // holdIntervals is how many flush intervals a changing row may wait to be written.
@@ -239,9 +240,12 @@ func (p *projector) foldEvent(e events.Event, err error) {
 	if err == nil {
 		var changed bool
 		if changed, err = p.table.Apply(e); changed {
-			if _, held := p.dirty[e.JobID]; !held {
-				p.dirty[e.JobID] = unwritten{first: e.Seq, since: p.now()}
+			u, held := p.dirty[e.JobID]
+			if !held {
+				u = unwritten{first: e.Seq, since: p.now()}
 			}
+			u.ended = e.Name.Terminal()
+			p.dirty[e.JobID] = u
 		}
 	}
 	if err != nil {
@@ -262,14 +266,14 @@ func (p *projector) flush(ctx context.Context, all bool) error {
 	stamp := p.folded
 	rows := make([]Row, 0, len(p.dirty))
 	for id, u := range p.dirty {
-		r, ok := p.table.Row(id)
-		switch {
-		case !ok:
-			delete(p.dirty, id)
-		case all || r.Status.Terminal() || now.Sub(u.since) >= p.hold:
-			rows = append(rows, r)
-		default:
+		if !all && !u.ended && now.Sub(u.since) < p.hold {
 			stamp = min(stamp, u.first-1)
+			continue
+		}
+		if r, ok := p.table.Row(id); ok {
+			rows = append(rows, r)
+		} else {
+			delete(p.dirty, id)
 		}
 	}
 	if len(rows) == 0 && stamp <= p.written {
