@@ -33,24 +33,45 @@ type Result struct {
 // dropped. Run returns once the command has exited; a stdin reader still blocked then is
 // abandoned.
 func (c *Client) Run(ctx context.Context, script string, stdin io.Reader) (Result, error) {
+	var stdout bytes.Buffer
+	res, waited, err := c.run(ctx, script, stdin, &stdout)
+	if waited { // else the session's reader may still be writing to stdout
+		res.Stdout = stdout.Bytes()
+	}
+	return res, err
+}
+
+// RunTo is Run with the command's standard output written to stdout as it comes
+// instead of kept in the Result (whose Stdout is then nil), so a caller can act on the
+// first lines of a long command. Every write to stdout has happened when RunTo returns,
+// except when ctx ended first: the session's reader may then still write what was on
+// its way, so stdout must be safe to write after RunTo has returned.
+func (c *Client) RunTo(ctx context.Context, script string, stdin io.Reader, stdout io.Writer) (Result, error) {
+	res, _, err := c.run(ctx, script, stdin, stdout)
+	return res, err
+}
+
+// run is RunTo, and reports whether the command's end was waited for (every write to
+// stdout done).
+func (c *Client) run(ctx context.Context, script string, stdin io.Reader, stdout io.Writer) (Result, bool, error) {
 	sess, release, err := c.session(ctx)
 	if err != nil {
-		return Result{}, err
+		return Result{}, false, err
 	}
-	var stdout, stderr bytes.Buffer
-	sess.Stdout, sess.Stderr = &stdout, &stderr
+	var stderr bytes.Buffer
+	sess.Stdout, sess.Stderr = stdout, &stderr
 	var stdinPipe io.WriteCloser
 	if stdin != nil {
 		if stdinPipe, err = sess.StdinPipe(); err != nil {
 			sess.Close()
 			release()
-			return Result{}, fmt.Errorf("%w on %s: %w", ErrNotStarted, c.host, err)
+			return Result{}, false, fmt.Errorf("%w on %s: %w", ErrNotStarted, c.host, err)
 		}
 	}
 	if err := sess.Start(script); err != nil {
 		sess.Close()
 		release()
-		return Result{}, c.startError(err)
+		return Result{}, false, c.startError(err)
 	}
 	if stdinPipe != nil {
 		go func() {
@@ -72,10 +93,10 @@ func (c *Client) Run(ctx context.Context, script string, stdin io.Reader) (Resul
 		// (the session's goroutines may still be writing it).
 		sess.Signal(ssh.SIGKILL)
 		sess.Close()
-		return Result{}, fmt.Errorf("sshx: running on %s: %w", c.host, ctx.Err())
+		return Result{}, false, fmt.Errorf("sshx: running on %s: %w", c.host, ctx.Err())
 	}
-	res := Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
-	return c.exitResult(res, err)
+	res, err := c.exitResult(Result{Stderr: stderr.Bytes()}, err)
+	return res, true, err
 }
 
 func (c *Client) exitResult(res Result, err error) (Result, error) {

@@ -64,6 +64,31 @@ func TestRunStdin(t *testing.T) {
 	}
 }
 
+// RunTo hands the command's output over as it comes: the command's second line waits
+// for a file that the writer makes only once it has the first line, which a buffered
+// run would never let happen (testCtx bounds a broken RunTo).
+func TestRunToStreamsOutput(t *testing.T) {
+	srv := sshtest.NewServer(t)
+	c := client(t, newPool(t, srv), srv.Addr)
+	gate := filepath.Join(t.TempDir(), "gate")
+	var got bytes.Buffer
+	w := writerFunc(func(p []byte) (int, error) {
+		got.Write(p)
+		if bytes.Contains(got.Bytes(), []byte("\n")) {
+			return len(p), os.WriteFile(gate, nil, 0o644)
+		}
+		return len(p), nil
+	})
+	res, err := c.RunTo(testCtx(t), "echo first; until [ -e '"+gate+"' ]; do sleep 0.005; done; echo second; echo e >&2; exit 4", nil, w)
+	if err != nil || res.ExitCode != 4 || res.Stdout != nil || string(res.Stderr) != "e\n" || got.String() != "first\nsecond\n" {
+		t.Fatalf("RunTo: %+v %v, wrote %q", res, err, got.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
 func TestConcurrentRunsShareOneConnection(t *testing.T) {
 	srv := sshtest.NewServer(t)
 	pool := newPool(t, srv, func(c *sshx.Config) { c.MaxSessionsPerConn = 3 })

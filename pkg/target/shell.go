@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"sort"
@@ -87,22 +88,41 @@ func (Local) Run(ctx context.Context, script string) (Output, error) {
 // Feed runs script by feeding it to /bin/sh on its standard input, so that its size is
 // not bound by the system's limit on an argument (128 KiB on Linux). The script must
 // keep its commands off that input (it is the script itself).
-func (Local) Feed(ctx context.Context, script string) (Output, error) {
+func (l Local) Feed(ctx context.Context, script string) (Output, error) {
+	var stdout bytes.Buffer
+	out, err := l.Stream(ctx, script, func(string) io.Writer { return &stdout })
+	out.Stdout = stdout.Bytes()
+	return out, err
+}
+
+// Stream is Feed with the script's standard output written as it comes instead of kept
+// in the Output (whose Stdout is then nil). stdout is called once, before the script
+// runs, with the host key the connection was verified by ("" on this host), and returns
+// the writer of the output. Every write has happened when Stream returns.
+func (Local) Stream(ctx context.Context, script string, stdout func(hostKey string) io.Writer) (Output, error) {
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-s")
 	cmd.Stdin = strings.NewReader(script)
 	// Once the shell is gone, what it started may still hold its output open (a START
 	// that hangs): that must not hold the caller.
 	cmd.WaitDelay = time.Second
+	cmd.Stdout = stdout("")
 	return runLocal(ctx, cmd)
 }
 
-// runLocal runs cmd to its end and collects its Output. A shell killed by a signal
-// reports 128+9, as a shell reports a child killed so.
+// runLocal runs cmd to its end and collects its Output (its standard output only when
+// the caller left cmd.Stdout unset). A shell killed by a signal reports 128+9, as a
+// shell reports a child killed so.
 func runLocal(ctx context.Context, cmd *exec.Cmd) (Output, error) {
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if cmd.Stdout == nil {
+		cmd.Stdout = &stdout
+	}
+	cmd.Stderr = &stderr
 	err := cmd.Run()
 	out := Output{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
+	if cmd.Stdout != &stdout {
+		out.Stdout = nil
+	}
 	var exit *exec.ExitError
 	switch {
 	case err == nil:

@@ -1,9 +1,14 @@
 package target
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gridwire/gridwire/pkg/cluster"
 	"github.com/gridwire/gridwire/pkg/sshx/sshtest"
@@ -14,6 +19,7 @@ type shell interface {
 	Host() string
 	Run(ctx context.Context, script string) (Output, error)
 	Feed(ctx context.Context, script string) (Output, error)
+	Stream(ctx context.Context, script string, stdout func(hostKey string) io.Writer) (Output, error)
 }
 
 // Both runners report output and exit status alike, pass values through WithVars
@@ -55,6 +61,53 @@ func TestShellsRunAndFeed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Stream hands the script's output over as it comes: the script's second line waits
+// for a file that the writer makes only once it has the first line, which a buffered
+// run would never let happen.
+func TestShellsStream(t *testing.T) {
+	srv := sshtest.NewServer(t)
+	cl := cluster.Cluster{Name: "remote", Kind: cluster.KindSSH, Hosts: []string{srv.Addr}, User: "u",
+		Identity: srv.ClientKeyFile, KnownHosts: srv.KnownHostsFile}
+	pool, err := NewPool(cl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pool.Close() })
+	for name, sh := range map[string]shell{"local": Local{}, "ssh": SSH{Pool: pool, Addr: srv.Addr}} {
+		t.Run(name, func(t *testing.T) {
+			gate := filepath.Join(t.TempDir(), "gate")
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // only a broken Stream waits this long
+			defer cancel()
+			w := &gateWriter{gate: gate}
+			var key string
+			out, err := sh.Stream(ctx, "echo first\nuntil [ -e '"+gate+"' ]; do sleep 0.005; done\necho second; echo err >&2; exit 2\n",
+				func(k string) io.Writer { key = k; return w })
+			if err != nil || out.ExitCode != 2 || out.Stdout != nil || string(out.Stderr) != "err\n" || w.got.String() != "first\nsecond\n" {
+				t.Fatalf("Stream: %+v %v, wrote %q", out, err, w.got.String())
+			}
+			if key != out.HostKey || (name == "ssh") != (key != "") {
+				t.Errorf("host key %q given to stdout, %q in the output", key, out.HostKey)
+			}
+		})
+	}
+}
+
+// gateWriter keeps what it is given and makes the gate file once a line has come.
+type gateWriter struct {
+	gate string
+	got  bytes.Buffer
+}
+
+func (w *gateWriter) Write(p []byte) (int, error) {
+	w.got.Write(p)
+	if bytes.Contains(w.got.Bytes(), []byte("\n")) {
+		if err := os.WriteFile(w.gate, nil, 0o644); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
 }
 
 // A script that cannot run at all is an error, not an Output.

@@ -64,6 +64,24 @@ func (s SSH) Feed(ctx context.Context, script string) (Output, error) {
 	return s.run(ctx, "exec /bin/sh -s", strings.NewReader(script))
 }
 
+// Stream is Feed with the script's standard output written as it comes instead of kept
+// in the Output (whose Stdout is then nil). stdout is called once, before the script
+// runs, with the fingerprint of the host key the connection it runs over was verified
+// by, and returns the writer of the output. Every write has happened when Stream
+// returns, except when ctx ended first (see sshx.Client.RunTo).
+func (s SSH) Stream(ctx context.Context, script string, stdout func(hostKey string) io.Writer) (Output, error) {
+	c, err := s.Pool.Client(ctx, s.Addr)
+	if err != nil {
+		return Output{}, err
+	}
+	key := c.HostKeyFingerprint()
+	res, err := c.RunTo(ctx, "exec /bin/sh -s", strings.NewReader(script), stdout(key))
+	if err != nil {
+		return Output{}, err
+	}
+	return Output{Stderr: res.Stderr, ExitCode: res.ExitCode, HostKey: key}, nil
+}
+
 func (s SSH) run(ctx context.Context, command string, stdin io.Reader) (Output, error) {
 	c, err := s.Pool.Client(ctx, s.Addr)
 	if err != nil {

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"io"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -93,14 +94,20 @@ func (b *startBatcher) drop(c *startCall) {
 	}
 }
 
-// loop runs start scripts while jobs are pending, then ends.
+// loop runs start scripts while jobs are pending, then ends. It goes on to the next
+// batch as soon as every START of its script is under way (a batch target's STARTs run
+// in the background; what is left of the script is waiting for them and reporting),
+// so the jobs that came meanwhile do not wait for the slowest submission of the last
+// batch; the script goes on in its own goroutine until it ends.
 func (b *startBatcher) loop() {
 	for {
 		calls := b.take()
 		if calls == nil {
 			return
 		}
-		b.run(calls)
+		launched := make(chan struct{})
+		go b.run(calls, sync.OnceFunc(func() { close(launched) }))
+		<-launched
 	}
 }
 
@@ -122,14 +129,16 @@ func (b *startBatcher) take() []*startCall {
 	return calls
 }
 
-// run starts one batch and hands out the verdicts. The script runs until it ends, or
-// until grace after every caller in it has gone (an executor shutting down). Stopping
-// it at once would kill the shell between a START it ran and the record of START's
-// status, which leaves a lock without a status: the job would wait out StaleLock and
-// then start a second time. Left to run, the script records every START it ran before
-// it prints anything, and a shell whose reader went away dies at its next print, before
-// it takes another lock.
-func (b *startBatcher) run(calls []*startCall) {
+// run starts one batch and hands each caller its verdict as soon as the script has
+// printed it (startReader); launched is called once every START of the batch is under
+// way, or when run returns. The script runs until it ends, or until grace after every
+// caller in it has gone (an executor shutting down). Stopping it at once would kill the
+// shell between a START it ran and the record of START's status, which leaves a lock
+// without a status: the job would wait out StaleLock and then start a second time.
+// Left to run, the script records every START it ran before it reports it, and a shell
+// whose reader went away dies at its next print, before it takes another lock.
+func (b *startBatcher) run(calls []*startCall, launched func()) {
+	defer launched()
 	live := calls[:0:0]
 	for _, c := range calls {
 		if c.ctx.Err() == nil {
@@ -154,19 +163,22 @@ func (b *startBatcher) run(calls []*startCall) {
 		defer stop()
 	}
 	nonce := newNonce()
-	out, err := b.sh.Feed(ctx, b.script(nonce, jobs))
-	if err != nil {
-		for _, c := range live {
+	var hostKey string
+	var r *startReader
+	r = newStartReader(nonce, len(live), func(k int) {
+		live[k].done <- batchResult{verdict: r.verdicts[k], hostKey: hostKey}
+	}, launched)
+	out, err := b.sh.Stream(ctx, b.script(nonce, jobs), func(key string) io.Writer { hostKey = key; return r })
+	r.Close()
+	for k, c := range live {
+		if r.told[k] {
+			continue
+		}
+		switch {
+		case err != nil:
 			c.done <- batchResult{err: err}
+		default:
+			c.done <- batchResult{err: fmt.Errorf("the start script ended before reporting job %s: %s", c.job.id, out.Describe())}
 		}
-		return
-	}
-	verdicts, ok := parseStart(nonce, out.Stdout, len(live))
-	for i, c := range live {
-		r := batchResult{verdict: verdicts[i], hostKey: out.HostKey}
-		if !ok[i] {
-			r.err = fmt.Errorf("the start script ended before reporting job %s: %s", c.job.id, out.Describe())
-		}
-		c.done <- r
 	}
 }

@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,6 +30,11 @@ type countingShell struct {
 func (c *countingShell) Feed(ctx context.Context, script string) (target.Output, error) {
 	c.feeds.Add(1)
 	return c.Shell.Feed(ctx, script)
+}
+
+func (c *countingShell) Stream(ctx context.Context, script string, stdout func(string) io.Writer) (target.Output, error) {
+	c.feeds.Add(1)
+	return c.Shell.Stream(ctx, script, stdout)
 }
 
 // batchTarget is a batch target on this host that runs one start script at a time, so
@@ -70,15 +79,23 @@ func pendingStarts(tg *ScriptTarget) int {
 	return len(b.pending)
 }
 
-// block occupies the target's start script with a job whose START waits for the
-// returned func to be called, so that the starts that come meanwhile queue up and go
-// together in the next script. The func waits for the blocking job's start to end.
+// block occupies the target's start script with a job whose JOB script cannot be
+// written until the returned func is called (it is a FIFO nobody reads yet), so that the
+// starts that come meanwhile queue up and go together in the next script. It holds the
+// script while it takes locks and launches STARTs, which a batch target's script does
+// before it lets the next one begin. The func waits for the blocking job's start to end.
 func block(t *testing.T, tg *ScriptTarget) (release func()) {
 	t.Helper()
-	gate := filepath.Join(t.TempDir(), "gate")
 	wd := filepath.Join(t.TempDir(), events.NewID())
+	if err := os.MkdirAll(filepath.Join(wd, events.ControlDir), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(wd, events.ScriptFile)
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	inc := batchIncarnation(wd)
-	inc.Scripts[events.ScriptStart] = events.Script{Body: "while [ ! -e '" + gate + "' ]; do sleep 0.005; done\necho 1\n"}
+	inc.Scripts[events.ScriptStart] = events.Script{Body: "echo 1\n"}
 	done := make(chan error, 1)
 	go func() {
 		_, err := tg.Start(context.Background(), events.State{JobID: filepath.Base(wd), Incarnation: &inc})
@@ -87,7 +104,13 @@ func block(t *testing.T, tg *ScriptTarget) (release func()) {
 	until(t, "the blocking job's start script", func() bool { return exists(filepath.Join(wd, startLock)) })
 	return func() {
 		t.Helper()
-		if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		f, err := os.Open(fifo) // the script's write of the JOB script goes on
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = io.Copy(io.Discard, f)
+		f.Close()
+		if err != nil {
 			t.Fatal(err)
 		}
 		if err := <-done; err != nil {
@@ -414,5 +437,120 @@ func TestBatchScriptBeyondTheArgumentLimit(t *testing.T) {
 				t.Errorf("JOB script of %d bytes, want %d", len(b), len(body))
 			}
 		})
+	}
+}
+
+// gatedJob is a batch job whose START waits for the returned gate file before it
+// submits.
+func gatedJob(t *testing.T, st events.State) (events.State, string) {
+	gate := filepath.Join(t.TempDir(), "gate")
+	t.Cleanup(func() { os.WriteFile(gate, nil, 0o644) }) // a START never outlives its test
+	inc := *st.Incarnation
+	inc.Scripts = map[string]events.Script{events.ScriptJob: inc.Scripts[events.ScriptJob],
+		events.ScriptStart: {Body: "while [ ! -e '" + gate + "' ]; do sleep 0.005; done\n" + inc.Scripts[events.ScriptStart].Body}}
+	st.Incarnation = &inc
+	return st, gate
+}
+
+// startAsync starts st and returns where its outcome will come.
+func startAsync(tg *ScriptTarget, st events.State) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := tg.Start(context.Background(), st)
+		done <- err
+	}()
+	return done
+}
+
+// outcome waits for a start's outcome; the bound only keeps a broken test from hanging.
+func outcome(t *testing.T, what string, done <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatalf("waited for %s", what)
+		return nil
+	}
+}
+
+// A job of a script is handed its verdict as soon as the script has reported it, not
+// when the script's last START has ended: here the second job's START waits until the
+// first job's start has returned, which only a streamed verdict allows.
+func TestBatchReportsEachJobAsItsStartEnds(t *testing.T) {
+	inBothModes(t, func(t *testing.T, tg *ScriptTarget) {
+		calls := fakeSbatch(t, "")
+		sts := batchJobs(t, 2)
+		slow, gate := gatedJob(t, sts[1])
+		release := block(t, tg)
+		first := startAsync(tg, sts[0])
+		until(t, "the first start queued", func() bool { return pendingStarts(tg) == 1 })
+		second := startAsync(tg, slow)
+		until(t, "both starts queued", func() bool { return pendingStarts(tg) == 2 })
+		go release()
+		if err := outcome(t, "the first job's start", first); err != nil {
+			t.Fatalf("first job: %v", err)
+		}
+		if exists(gate) {
+			t.Fatal("the slow START was let go before the first job's start returned")
+		}
+		os.WriteFile(gate, nil, 0o644)
+		if err := <-second; err != nil {
+			t.Fatalf("second job: %v", err)
+		}
+		if lines(t, calls) != 2 {
+			t.Errorf("%d submissions; want 2", lines(t, calls))
+		}
+	})
+}
+
+// On a batch target a script that has launched every START lets the next script
+// begin: with one script at a time, a job that comes while an earlier job's START
+// still runs is started (in a script of its own) before that START ends.
+func TestBatchNextScriptBeginsOnceStartsAreLaunched(t *testing.T) {
+	calls := fakeSbatch(t, "")
+	tg, sh := batchTarget()
+	sts := batchJobs(t, 2)
+	slow, gate := gatedJob(t, sts[0])
+	first := startAsync(tg, slow)
+	until(t, "the slow START under way", func() bool { return exists(filepath.Join(slow.Incarnation.WorkDir, startLock)) })
+	if err := outcome(t, "the second job's start", startAsync(tg, sts[1])); err != nil {
+		t.Fatalf("second job: %v", err)
+	}
+	os.WriteFile(gate, nil, 0o644)
+	if err := <-first; err != nil {
+		t.Fatalf("slow job: %v", err)
+	}
+	if lines(t, calls) != 2 || sh.feeds.Load() != 2 {
+		t.Errorf("%d submissions in %d scripts; want 2 in 2", lines(t, calls), sh.feeds.Load())
+	}
+}
+
+// The reader of a start script's output hands each job its verdict once, as soon as it
+// is whole, whatever pieces the output comes in: a started job at its end line, a
+// failed START once its lock is released (or the output ends), a job the script could
+// not start at its line; and says when every START is launched.
+func TestStartReaderTellsEachJobOnceWhenWhole(t *testing.T) {
+	out := "gw:n1:1:busy\ngw:n1:0:ran 0\n12;hpc\ngw:n1:0:stderr\nwarn\ngw:n1:0:end\ngw:n1:all:launched\n" +
+		"gw:n1:2:ran 1\ngw:n1:2:stderr\nbad\ngw:n1:2:end\ngw:n1:2:released\ngw:n1:3:done 1\ngw:n1:3:stderr\ngw:n1:3:end\ngw:n1:0:end\n"
+	var told []string
+	launchedAt := -1
+	var r *startReader
+	r = newStartReader("n1", 5, func(k int) {
+		v := r.verdicts[k]
+		told = append(told, fmt.Sprintf("%d %s %d %q %q", k, v.verdict, v.rc, v.out, v.errOut))
+	}, func() { launchedAt = len(told) })
+	for i := range len(out) { // a byte at a time: lines are whole only at their newline
+		r.Write([]byte{out[i]})
+	}
+	want := []string{`1 busy 0 "" ""`, `0 ran 0 "12;hpc\n" "warn\n"`, `2 ran 1 "" "bad\n"`}
+	if !slices.Equal(want, told) || launchedAt != 2 {
+		t.Fatalf("before the end: told %q, want %q; launched after %d verdicts, want 2", told, want, launchedAt)
+	}
+	r.Close()
+	r.Write([]byte("gw:n1:4:busy\n"))
+	want = append(want, `3 done 1 "" ""`)
+	if !slices.Equal(want, told) || r.ok[4] {
+		t.Errorf("after the end: told %q, want %q; job 4 ok %v, want no verdict", told, want, r.ok[4])
 	}
 }

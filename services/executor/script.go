@@ -47,7 +47,8 @@ type ScriptTarget struct {
 	Logger *slog.Logger
 
 	// Sessions is how many start scripts run at once on one host, each starting every
-	// job that was waiting when it began; default 4.
+	// job that was waiting when it began; default 4. On a batch target a script counts
+	// only until every START of it is under way: it then waits for them on its own.
 	Sessions int
 	// Properties, when set, gives DDS tasks the way to the property API.
 	Properties *Properties

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"io"
 
 	"github.com/gridwire/gridwire/pkg/target"
 )
@@ -19,4 +20,10 @@ type Shell interface {
 	// is not bound by the system's limit on an argument (128 KiB on Linux). The script
 	// must keep its commands off that input (it is the script itself).
 	Feed(ctx context.Context, script string) (target.Output, error)
+	// Stream is Feed with the script's standard output written as it comes (Output's
+	// Stdout is then nil): stdout is called once, before the script runs, with the
+	// fingerprint of the host key the connection was verified by ("" on this host), and
+	// returns the writer of the output. Writes may come after Stream returned when ctx
+	// ended first.
+	Stream(ctx context.Context, script string, stdout func(hostKey string) io.Writer) (target.Output, error)
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gridwire/gridwire/events"
@@ -129,18 +130,25 @@ const (
 //     for the files the JOB script writes when it runs (gw_ran); a job that ran is not
 //     started again.
 //   - A failed START (non-zero status) is reported, then its lock is moved aside so that
-//     a retry may start the job; if the script dies between the two, the next attempt
-//     finds the failure, reports it and releases.
+//     a retry may start the job, and the release is reported too (its caller is told
+//     only then, so a retry never finds the lock still there); if the script dies
+//     between the two, the next attempt finds the failure, reports it and releases.
 //   - Each START runs in its own subshell through eval, so neither its failure, its
 //     exit nor a syntax error in it reaches the other jobs.
-//   - Nothing is printed until every START the script ran has its status recorded.
+//   - A job is reported only once its START's status is recorded. A shell whose
+//     reader went away dies at its next print, before it takes another lock; the
+//     background subshells that record a batch target's statuses print nothing, so
+//     they record them whatever becomes of the script's shell.
 //
-// For a batch target (Batch) the STARTs of a script run at once, each in the
-// background with the record of its status (a second subshell per job): a batch
-// system's submit command mostly waits on its server, so one after the other they
-// would take as long as they wait. Otherwise (a START that forks the job on the host)
-// they run in turn, one subshell each, and each job is reported before the next is
-// taken.
+// Each job is reported as soon as it can be, and its caller goes on at once
+// (startReader), not when the whole script has ended. For a batch target (Batch) the
+// STARTs of a script run at once, each in the background with the record of its status
+// (a second subshell per job): a batch system's submit command mostly waits on its
+// server, so one after the other they would take as long as they wait. Once every
+// START is under way the script says so (launchedMark), and the next script may begin
+// while this one waits for its STARTs (gw_wait) and reports each job, in the batch's
+// order, as its START ends. Otherwise (a START that forks the job on the host) they run
+// in turn, one subshell each, and each job is reported before the next is taken.
 //
 // A DDS task with properties on a batch target (envFile) gets one file more, after its
 // JOB script and before its START: the property API's file (envfile.PropertyFile),
@@ -194,17 +202,15 @@ func (s *ScriptTarget) startScript(nonce string, jobs []startJob) string {
 		}
 	}
 	if s.Batch {
-		b.WriteString("wait\n")
+		b.WriteString("printf 'gw:%s:" + launchedMark + "\\n' \"$gw_nonce\"\n")
 		for k, j := range jobs {
-			b.WriteString("gw_report " + strconv.Itoa(k) + " " + shellquote.Quote(j.workDir) + "\n")
+			b.WriteString("gw_wait " + strconv.Itoa(k) + "; gw_report " + strconv.Itoa(k) + " " + shellquote.Quote(j.workDir) + "\n")
 		}
 	}
 	b.WriteString("exit 0\n}\n")
 	return b.String()
 }
 
-// startFuncs are the start script's shell functions (a variable only because gw_ran
-// names the JOB script's files by their events constants). gw_take takes job $1's start
 // writeEnv exports a job's own variables, and unsets the property API's that an
 // earlier job of the same script exported, so no job sees another's credential.
 func writeEnv(b *strings.Builder, env []events.EnvVar) {
@@ -217,9 +223,11 @@ func writeEnv(b *strings.Builder, env []events.EnvVar) {
 // startFuncs are the start script's shell functions. gw_take takes job $1's start
 // lock, writes its JOB script, writes the property API's file when gw_pe holds one
 // (gw_penv), runs its START (GW_WORKDIR, gw_j and gw_s hold the job's values) and notes
-// in gw_v$1 what it found: ran, held (the lock was there), nodir, nojob, noenv. gw_report $1 DIR reads the lock back and prints the job's verdict,
-// START's output and error output between the script's markers (gw_say), and releases
-// the lock of a failed START. gw_scan reads a lock: START's output into gw_o, its
+// in gw_v$1 what it found: ran, held (the lock was there), nodir, nojob, noenv; a
+// START it ran in the background leaves its PID in gw_p$1, which gw_wait $1 waits for.
+// gw_report $1 DIR reads the lock back and prints the job's verdict, START's output and
+// error output between the script's markers (gw_say), and releases the lock of a failed
+// START (and says so). gw_scan reads a lock: START's output into gw_o, its
 // status into gw_rc (false while there is none). gw_ran, when an abandoned lock lies
 // aside, runs the profile's LIST DIR template on the control directory: the JOB
 // script's standard output or exit status file there means the abandoned START ran the
@@ -241,6 +249,7 @@ gw_scan() {
   [ -n "$gw_rc" ]
 }
 gw_take() {
+  eval "gw_p$1="
   if ! cd "$GW_WORKDIR" 2>/dev/null || [ ! -d ` + events.ControlDir + ` ]; then eval "gw_v$1=nodir"; return; fi
   set -C
   if { true >` + startLock + `; } 2>/dev/null; then
@@ -263,6 +272,7 @@ gw_take() {
     fi
     if [ -n "$gw_par" ]; then
       { ( set --; eval "$gw_s" ) </dev/null >>` + startLock + ` 2>` + startErr + `; printf '\n` + statusLine + `%s\n' "$?" >>` + startLock + `; } >/dev/null 2>&1 &
+      eval "gw_p$1=\$!"
     else
       ( set --; eval "$gw_s" ) </dev/null >>` + startLock + ` 2>` + startErr + `
       printf '\n` + statusLine + `%s\n' "$?" >>` + startLock + `
@@ -272,6 +282,10 @@ gw_take() {
     set +C
     eval "gw_v$1=held"
   fi
+}
+gw_wait() {
+  eval "gw_p=\$gw_p$1"
+  [ -z "$gw_p" ] || wait "$gw_p"
 }
 gw_penv() {
   set -C
@@ -321,7 +335,7 @@ gw_report() {
   gw_say stderr
   [ ! -s ` + startErr + ` ] || gw_cat ` + startErr + `
   gw_say end
-  [ "$gw_rc" = 0 ] || mv -f ` + startLock + ` "` + startLockFail + `" 2>/dev/null
+  [ "$gw_rc" = 0 ] || { mv -f ` + startLock + ` "` + startLockFail + `" 2>/dev/null; gw_say released; }
 }
 `
 
@@ -334,45 +348,152 @@ const errStartedBefore = "an earlier attempt's START ran this job (LIST of its c
 // whose verdict is missing (the script died before its turn, or while reporting it) has
 // none: ok[k] is false.
 func parseStart(nonce string, stdout []byte, n int) (verdicts []startVerdict, ok []bool) {
-	verdicts, ok = make([]startVerdict, n), make([]bool, n)
-	marker := []byte("gw:" + nonce + ":")
-	var cur *startVerdict
-	var sink *[]byte
-	for len(stdout) > 0 {
-		line, rest, _ := bytes.Cut(stdout, []byte("\n"))
-		stdout = rest
-		if !bytes.HasPrefix(line, marker) {
-			if sink != nil {
-				*sink = append(append(*sink, line...), '\n')
-			}
-			continue
-		}
-		idx, what, _ := strings.Cut(string(line[len(marker):]), ":")
-		k, err := strconv.Atoi(idx)
-		if err != nil || k < 0 || k >= n {
-			cur, sink = nil, nil
-			continue
-		}
-		cur, sink = &verdicts[k], nil
-		verdict, arg, _ := strings.Cut(what, " ")
-		switch verdict {
-		case "busy", "stale":
-			*cur, ok[k] = startVerdict{verdict: verdict}, true
-		case "err":
-			*cur, ok[k] = startVerdict{verdict: verdict, reason: arg}, true
-		case "ran", "done":
-			rc, err := strconv.Atoi(arg)
-			if err != nil {
-				*cur, ok[k] = startVerdict{verdict: "err", reason: fmt.Sprintf("START's recorded exit status %q", arg)}, true
-				continue
-			}
-			*cur = startVerdict{verdict: verdict, rc: rc}
-			sink = &cur.out
-		case "stderr":
-			sink = &cur.errOut
-		case "end":
-			ok[k] = cur.verdict == "ran" || cur.verdict == "done"
-		}
+	r := newStartReader(nonce, n, nil, nil)
+	r.Write(stdout)
+	r.Close()
+	return r.verdicts, r.ok
+}
+
+// startReader reads a start script's output as the script prints it, and hands each job
+// its verdict (done(k)) as soon as the script has printed it whole: a batch's caller
+// goes on with its job while the script still starts or reports others. It is an
+// io.Writer for the shell's standard output. launched is called once, when the script
+// says every START of its batch is under way (launchedMark), or at Close.
+type startReader struct {
+	marker   []byte
+	verdicts []startVerdict
+	ok       []bool
+	done     func(k int) // nil: none
+	launched func()      // nil: none
+
+	mu       sync.Mutex
+	told     []bool  // done(k) was called
+	sink     *[]byte // where the lines that follow go (START's output or error output)
+	line     []byte  // a line not yet ended
+	launches bool    // launched was called
+	closed   bool
+}
+
+// launchedMark is the start script's line, after its marker, that says every START of
+// the script is under way (a batch target's, in the background): what is left is
+// reporting.
+const launchedMark = "all:launched"
+
+func newStartReader(nonce string, n int, done func(k int), launched func()) *startReader {
+	return &startReader{marker: []byte("gw:" + nonce + ":"), verdicts: make([]startVerdict, n), ok: make([]bool, n),
+		told: make([]bool, n), done: done, launched: launched}
+}
+
+// Write takes the next bytes of the script's output. After Close it drops them: a shell
+// over SSH whose caller has gone may still be writing.
+func (r *startReader) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return len(p), nil
 	}
-	return verdicts, ok
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			r.line = append(r.line, p...)
+			break
+		}
+		if len(r.line) > 0 {
+			r.line = append(r.line, p[:i]...)
+			r.take(r.line)
+			r.line = r.line[:0]
+		} else {
+			r.take(p[:i])
+		}
+		p = p[i+1:]
+	}
+	return n, nil
+}
+
+// Close ends the output: a last line without its newline counts, and nothing written
+// later does. The verdicts are then final.
+func (r *startReader) Close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	if len(r.line) > 0 {
+		r.take(r.line)
+	}
+	r.closed = true
+	for k := range r.ok {
+		r.tell(k) // a failed START whose lock the script did not get to release
+	}
+	r.launch()
+}
+
+func (r *startReader) launch() {
+	if !r.launches && r.launched != nil {
+		r.launched()
+	}
+	r.launches = true
+}
+
+// take reads one line of the script's output.
+func (r *startReader) take(line []byte) {
+	if !bytes.HasPrefix(line, r.marker) {
+		if r.sink != nil {
+			*r.sink = append(append(*r.sink, line...), '\n')
+		}
+		return
+	}
+	rest := string(line[len(r.marker):])
+	if rest == launchedMark {
+		r.launch()
+		return
+	}
+	idx, what, _ := strings.Cut(rest, ":")
+	k, err := strconv.Atoi(idx)
+	if err != nil || k < 0 || k >= len(r.verdicts) {
+		r.sink = nil
+		return
+	}
+	r.sink = nil
+	cur := &r.verdicts[k]
+	verdict, arg, _ := strings.Cut(what, " ")
+	switch verdict {
+	case "busy", "stale":
+		*cur, r.ok[k] = startVerdict{verdict: verdict}, true
+		r.tell(k)
+	case "err":
+		*cur, r.ok[k] = startVerdict{verdict: verdict, reason: arg}, true
+		r.tell(k)
+	case "ran", "done":
+		rc, err := strconv.Atoi(arg)
+		if err != nil {
+			*cur, r.ok[k] = startVerdict{verdict: "err", reason: fmt.Sprintf("START's recorded exit status %q", arg)}, true
+			r.tell(k)
+			return
+		}
+		*cur = startVerdict{verdict: verdict, rc: rc}
+		r.sink = &cur.out
+	case "stderr":
+		r.sink = &cur.errOut
+	case "end":
+		r.ok[k], r.sink = cur.verdict == "ran" || cur.verdict == "done", nil
+		if cur.rc == 0 {
+			r.tell(k)
+		}
+	case "released":
+		r.tell(k)
+	}
+}
+
+// tell hands job k its verdict, once: what the script prints of the job later (it
+// prints nothing more) cannot change it.
+func (r *startReader) tell(k int) {
+	if r.told[k] || !r.ok[k] {
+		return
+	}
+	r.told[k] = true
+	if r.done != nil {
+		r.done(k)
+	}
 }
