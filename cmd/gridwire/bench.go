@@ -37,6 +37,7 @@ type benchOpts struct {
 	cpuProfile string
 	workRoot   string
 	scale      int
+	settle     time.Duration
 	allowRoot  bool
 	memProfile string
 	rawFor     time.Duration
@@ -112,6 +113,7 @@ func benchCmd(e *env) *cobra.Command {
 	cmd.Flags().StringVar(&o.workRoot, "work-root", "", "job working directories for the local cluster (default: under --data); JetStream stays under --data")
 	cmd.Flags().BoolVar(&o.allowRoot, "allow-root-jobs", false, "let the local cluster run the bench's /bin/true jobs as root (as serve --allow-root-jobs)")
 	o.targets.flags(cmd)
+	cmd.Flags().DurationVar(&o.settle, "settle", 0, "with --scale: after the reads, wait this long and measure the memory again (the embedded server keeps a block's subject state 2 minutes after its last use)")
 	cmd.Flags().IntVar(&o.scale, "scale", 0, "instead of the pipeline run: build a log of this many whole job histories and measure reads, replay and RSS on it")
 	return cmd
 }
@@ -149,6 +151,7 @@ type benchResult struct {
 	Jobs             int       `json:"jobs"`
 	SubmitJobs       int       `json:"submit_jobs"`
 	LatencyJobs      int       `json:"latency_jobs"`
+	Scale            *scaleRow `json:"scale,omitempty"`
 	Slurm            *slurmRow `json:"slurm,omitempty"`
 	SSH              *sshRow   `json:"ssh,omitempty"`
 	Skipped          []string  `json:"skipped,omitempty"`
@@ -216,6 +219,7 @@ func (r benchResult) print(e *env) {
 		row(fmt.Sprintf("%s, %d jobs", what, r.LogJobs), fmt.Sprintf("%.0f MiB", r.RSSMiB), fmt.Sprintf("Go heap in use %.0f MiB", r.HeapMiB),
 			"<= 512 MiB "+atScale(r.RSSMiB <= 512))
 	}
+	printScale(w, r.Scale)
 	if r.CatchUpSeconds > 0 {
 		fmt.Fprintf(w, "log built in %.0f s (0: reused); a process started on it in %.1f s (NATS recovering the store); its read side caught up in %.1f s\n",
 			r.FillSeconds, r.StartSeconds, r.CatchUpSeconds)

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/gridwire/gridwire/events"
@@ -68,9 +70,25 @@ func runScale(ctx context.Context, e *env, o *benchOpts) (benchResult, error) {
 	r.CatchUpSeconds = time.Since(start).Seconds()
 	r.LogJobs = o.scale
 	r.RSSMiB, r.HeapMiB = memory(o.memProfile)
+	sr := &scaleRow{CaughtUp: splitHeap()}
+	r.Scale = sr
+	cpu0, _ := cpuTimes()
 	if r.Reads, err = measureReads(ctx, base, sys.bus.Conn, sample, o.readJobs); err != nil {
 		return r, err
 	}
+	cpu1, _ := cpuTimes()
+	sr.ReadCPUMicros = float64((cpu1 - cpu0).Microseconds()) / float64(max(o.readJobs, 1))
+	sr.AfterReads = measureMemory(profileAt(o.memProfile, "reads"))
+	if o.settle > 0 {
+		select {
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-time.After(o.settle):
+		}
+		sr.Settled = measureMemory(profileAt(o.memProfile, "settled"))
+	}
+	fmt.Fprintf(e.stderr, "bench: heap caught up: NATS server %.0f MiB (subject trees %.0f), gridwire %.0f MiB; reads %.0f us of CPU a job; after them RSS %.0f MiB (heap %.0f)\n",
+		sr.CaughtUp.ServerMiB, sr.CaughtUp.SubjectTreesMiB, sr.CaughtUp.GridwireMiB, sr.ReadCPUMicros, sr.AfterReads.RSSMiB, sr.AfterReads.HeapMiB)
 	fmt.Fprintf(e.stderr, "bench: %d events; started in %.1f s, caught up in %.1f s; RSS %.0f MiB (heap %.0f); job read p50/p99 %.2f/%.2f ms, events %.2f/%.2f ms, direct get %.2f/%.2f ms\n",
 		r.LogEvents, r.StartSeconds, r.CatchUpSeconds, r.RSSMiB, r.HeapMiB, r.Reads.JobP50, r.Reads.JobP99,
 		r.Reads.EventsP50, r.Reads.EventsP99, r.Reads.GetP50, r.Reads.GetP99)
@@ -222,4 +240,55 @@ func fillChunk(ctx context.Context, js jetstream.JetStream, tmpl []events.Event,
 		}
 	}
 	return ids, nil
+}
+
+// scaleRow is what --scale measures beyond the rows every mode prints: where the heap
+// goes once the read side has caught up, the CPU the reads cost (all of the process's
+// threads, the embedded server's included, so it does not depend on the machine's load
+// as the latencies do), and the memory after the reads and after --settle.
+type scaleRow struct {
+	CaughtUp      heapSplit `json:"heap_caught_up"`
+	ReadCPUMicros float64   `json:"read_cpu_us_per_job"` // a job read, its events read and the yardstick's direct get
+	AfterReads    memoryAt  `json:"after_reads"`
+	Settled       memoryAt  `json:"settled,omitzero"`
+}
+
+// memoryAt is the process's memory at one moment, after a collection.
+type memoryAt struct {
+	RSSMiB  float64   `json:"rss_mib"`
+	HeapMiB float64   `json:"heap_mib"`
+	Split   heapSplit `json:"split"`
+}
+
+func measureMemory(profile string) memoryAt {
+	var m memoryAt
+	m.RSSMiB, m.HeapMiB = memory(profile)
+	m.Split = splitHeap()
+	return m
+}
+
+// profileAt names the heap profile of a later moment beside --memprofile's: heap.prof
+// -> heap.reads.prof. None without --memprofile.
+func profileAt(profile, moment string) string {
+	if profile == "" {
+		return ""
+	}
+	ext := filepath.Ext(profile)
+	return strings.TrimSuffix(profile, ext) + "." + moment + ext
+}
+
+// printScale prints the scale rows, if measured.
+func printScale(w io.Writer, s *scaleRow) {
+	if s == nil {
+		return
+	}
+	split := func(h heapSplit) string {
+		return fmt.Sprintf("NATS server %.0f MiB (its subject trees %.0f), gridwire %.0f MiB", h.ServerMiB, h.SubjectTreesMiB, h.GridwireMiB)
+	}
+	fmt.Fprintf(w, "  Go heap once caught up: %s\n", split(s.CaughtUp))
+	fmt.Fprintf(w, "  CPU of the process per job read (job, its events, a direct get): %.0f us\n", s.ReadCPUMicros)
+	fmt.Fprintf(w, "  after the reads: RSS %.0f MiB, heap %.0f MiB: %s\n", s.AfterReads.RSSMiB, s.AfterReads.HeapMiB, split(s.AfterReads.Split))
+	if s.Settled.RSSMiB > 0 {
+		fmt.Fprintf(w, "  settled (--settle): RSS %.0f MiB, heap %.0f MiB: %s\n", s.Settled.RSSMiB, s.Settled.HeapMiB, split(s.Settled.Split))
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -40,6 +41,10 @@ func TestBenchMeasuresEveryFigure(t *testing.T) {
 		t.Errorf("skipped %q; slurm %v, ssh %v", r.Skipped, r.Slurm, r.SSH)
 	}
 
+	// A log of 300 jobs has a subject index of a few hundred KiB: sample the heap finely
+	// enough to see it.
+	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+	runtime.MemProfileRate = 4096
 	status, out, errOut = cli(ctx, "bench", "--json", "--allow-root-jobs", "--data", t.TempDir(), "--scale", "300", "--read-jobs", "10")
 	if status != 0 {
 		t.Fatalf("--scale: exit %d: %s", status, errOut)
@@ -50,6 +55,12 @@ func TestBenchMeasuresEveryFigure(t *testing.T) {
 	}
 	if r.LogJobs != 300 || r.LogEvents < 300*6 || r.ReplayEvents != r.LogEvents || r.Reads.JobP50 <= 0 || r.RSSMiB <= 0 {
 		t.Errorf("--scale 300: %+v", r)
+	}
+	// The heap is split between the server (which holds the subject index of the log)
+	// and gridwire (which holds the job table), and the reads' CPU is measured.
+	if s := r.Scale; s == nil || s.ReadCPUMicros <= 0 || s.CaughtUp.SubjectTreesMiB <= 0 ||
+		s.CaughtUp.ServerMiB < s.CaughtUp.SubjectTreesMiB || s.CaughtUp.GridwireMiB <= 0 || s.AfterReads.RSSMiB <= 0 {
+		t.Errorf("--scale 300: scale rows %+v", s)
 	}
 }
 
