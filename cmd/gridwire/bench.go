@@ -166,6 +166,8 @@ type reads struct {
 	EventsP99 float64 `json:"events_p99_ms"`
 	GetP50    float64 `json:"direct_get_p50_ms"`
 	GetP99    float64 `json:"direct_get_p99_ms"`
+	WalkP50   float64 `json:"store_walk_p50_ms"` // another job's events read by events.Store, no HTTP
+	WalkP99   float64 `json:"store_walk_p99_ms"`
 	N         int     `json:"n"`
 }
 
@@ -209,7 +211,7 @@ func (r benchResult) print(e *env) {
 		row(fmt.Sprintf("GET /v1/jobs/{id} p50 / p99, %d jobs", r.LogJobs), fmt.Sprintf("%.2f / %.2f ms", r.Reads.JobP50, r.Reads.JobP99),
 			fmt.Sprintf("direct get %.2f / %.2f ms", r.Reads.GetP50, r.Reads.GetP99), "p99 <= 20 ms "+atScale(r.Reads.JobP99 <= 20))
 		row(fmt.Sprintf("GET /v1/jobs/{id}/events p50 / p99, %d jobs", r.LogJobs), fmt.Sprintf("%.2f / %.2f ms", r.Reads.EventsP50, r.Reads.EventsP99),
-			fmt.Sprintf("direct get %.2f / %.2f ms", r.Reads.GetP50, r.Reads.GetP99), "p99 <= 20 ms "+atScale(r.Reads.EventsP99 <= 20))
+			fmt.Sprintf("store's walk, other job %.2f / %.2f ms", r.Reads.WalkP50, r.Reads.WalkP99), "p99 <= 20 ms "+atScale(r.Reads.EventsP99 <= 20))
 	}
 	if r.RSSMiB > 0 {
 		what := "RSS, all services + NATS"

@@ -24,9 +24,18 @@ import (
 
 // measureReads reads n jobs picked at random from ids through the HTTP API, one at a
 // time (GET /v1/jobs/{id}, then its /events), and, as the yardstick, fetches each one's
-// last event with one direct get: the least any read that touches the log costs.
+// last event with one direct get: the least any read that touches the log costs. The
+// events read has a second yardstick: the event store's own read of another job picked
+// at random (the same walk through the job's links, without HTTP), so the read's blocks
+// are as cold as the API's were: on a log much larger than the server's block cache,
+// that is what a job's history costs the server.
 func measureReads(ctx context.Context, base string, nc *nats.Conn, ids []string, n int) (reads, error) {
-	var job, hist, get []time.Duration
+	var job, hist, get, walk []time.Duration
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return reads{}, err
+	}
+	store := events.NewStore(nc, js, "bench")
 	client := &http.Client{Timeout: time.Minute}
 	fetch := func(path string) (time.Duration, error) {
 		t0 := time.Now()
@@ -66,11 +75,17 @@ func measureReads(ctx context.Context, base string, nc *nats.Conn, ids []string,
 			return reads{}, fmt.Errorf("bench: direct get of job %s: status %s", id, st)
 		}
 		get = append(get, time.Since(t0))
+		t0 = time.Now()
+		if _, err := store.Stored(ctx, ids[rand.IntN(len(ids))]); err != nil {
+			return reads{}, err
+		}
+		walk = append(walk, time.Since(t0))
 	}
 	r := reads{N: n}
 	r.JobP50, r.JobP99 = quantiles(job)
 	r.EventsP50, r.EventsP99 = quantiles(hist)
 	r.GetP50, r.GetP99 = quantiles(get)
+	r.WalkP50, r.WalkP99 = quantiles(walk)
 	return r, nil
 }
 

@@ -89,9 +89,9 @@ func runScale(ctx context.Context, e *env, o *benchOpts) (benchResult, error) {
 	}
 	fmt.Fprintf(e.stderr, "bench: heap caught up: NATS server %.0f MiB (subject trees %.0f), gridwire %.0f MiB; reads %.0f us of CPU a job; after them RSS %.0f MiB (heap %.0f)\n",
 		sr.CaughtUp.ServerMiB, sr.CaughtUp.SubjectTreesMiB, sr.CaughtUp.GridwireMiB, sr.ReadCPUMicros, sr.AfterReads.RSSMiB, sr.AfterReads.HeapMiB)
-	fmt.Fprintf(e.stderr, "bench: %d events; started in %.1f s, caught up in %.1f s; RSS %.0f MiB (heap %.0f); job read p50/p99 %.2f/%.2f ms, events %.2f/%.2f ms, direct get %.2f/%.2f ms\n",
+	fmt.Fprintf(e.stderr, "bench: %d events; started in %.1f s, caught up in %.1f s; RSS %.0f MiB (heap %.0f); job read p50/p99 %.2f/%.2f ms, events %.2f/%.2f ms (store's walk of another job %.2f/%.2f ms), direct get %.2f/%.2f ms\n",
 		r.LogEvents, r.StartSeconds, r.CatchUpSeconds, r.RSSMiB, r.HeapMiB, r.Reads.JobP50, r.Reads.JobP99,
-		r.Reads.EventsP50, r.Reads.EventsP99, r.Reads.GetP50, r.Reads.GetP99)
+		r.Reads.EventsP50, r.Reads.EventsP99, r.Reads.WalkP50, r.Reads.WalkP99, r.Reads.GetP50, r.Reads.GetP99)
 	r.Load += " -> " + loadAvg()
 	return r, nil
 }

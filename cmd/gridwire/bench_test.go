@@ -25,7 +25,7 @@ func TestBenchMeasuresEveryFigure(t *testing.T) {
 		"pipeline ratio": r.PipelineRatio, "cpu per job": r.CPUPerJobMicros, "latency": r.LatencyP50Millis,
 		"raw job latency": r.RawJobP50Millis, "submit": r.SubmitPerSec, "bulk submit": r.BulkSubmitPerSec,
 		"raw appends": r.RawAppendPerSec, "replay": r.ReplayPerSec, "raw consume": r.RawConsumePerSec,
-		"job read": r.Reads.JobP50, "events read": r.Reads.EventsP50, "direct get": r.Reads.GetP50, "rss": r.RSSMiB,
+		"job read": r.Reads.JobP50, "events read": r.Reads.EventsP50, "direct get": r.Reads.GetP50, "store walk": r.Reads.WalkP50, "rss": r.RSSMiB,
 		"events stored per job": r.Ops.Stored, "deliveries per job": r.Ops.Delivered}
 	for name, v := range figures {
 		if v <= 0 {
