@@ -38,6 +38,7 @@ type benchOpts struct {
 	workRoot   string
 	scale      int
 	settle     time.Duration
+	noReplay   bool
 	allowRoot  bool
 	memProfile string
 	rawFor     time.Duration
@@ -114,6 +115,7 @@ func benchCmd(e *env) *cobra.Command {
 	cmd.Flags().BoolVar(&o.allowRoot, "allow-root-jobs", false, "let the local cluster run the bench's /bin/true jobs as root (as serve --allow-root-jobs)")
 	o.targets.flags(cmd)
 	cmd.Flags().DurationVar(&o.settle, "settle", 0, "with --scale: after the reads, wait this long and measure the memory again (the embedded server keeps a block's subject state 2 minutes after its last use)")
+	cmd.Flags().BoolVar(&o.noReplay, "no-replay", false, "with --scale: leave the replay out (at a million jobs it takes about ten minutes before the reads)")
 	cmd.Flags().IntVar(&o.scale, "scale", 0, "instead of the pipeline run: build a log of this many whole job histories and measure reads, replay and RSS on it")
 	return cmd
 }

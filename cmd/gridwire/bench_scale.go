@@ -47,10 +47,12 @@ func runScale(ctx context.Context, e *env, o *benchOpts) (benchResult, error) {
 	} else {
 		fmt.Fprintf(e.stderr, "bench: reusing the log in %s (built for --scale %d)\n", dir, o.scale)
 	}
-	if err := replayAlone(ctx, e, dir, &r); err != nil {
-		return r, err
+	if !o.noReplay {
+		if err := replayAlone(ctx, e, dir, &r); err != nil {
+			return r, err
+		}
+		fmt.Fprintf(e.stderr, "bench: replay %.0f events/s, raw consume %.0f/s\n", r.ReplayPerSec, r.RawConsumePerSec)
 	}
-	fmt.Fprintf(e.stderr, "bench: replay %.0f events/s, raw consume %.0f/s\n", r.ReplayPerSec, r.RawConsumePerSec)
 	runtime.GC()
 	debug.FreeOSMemory()
 

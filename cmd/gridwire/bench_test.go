@@ -45,7 +45,8 @@ func TestBenchMeasuresEveryFigure(t *testing.T) {
 	// enough to see it.
 	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
 	runtime.MemProfileRate = 4096
-	status, out, errOut = cli(ctx, "bench", "--json", "--allow-root-jobs", "--data", t.TempDir(), "--scale", "300", "--read-jobs", "10")
+	scaleData := t.TempDir()
+	status, out, errOut = cli(ctx, "bench", "--json", "--allow-root-jobs", "--data", scaleData, "--scale", "300", "--read-jobs", "10")
 	if status != 0 {
 		t.Fatalf("--scale: exit %d: %s", status, errOut)
 	}
@@ -61,6 +62,20 @@ func TestBenchMeasuresEveryFigure(t *testing.T) {
 	if s := r.Scale; s == nil || s.ReadCPUMicros <= 0 || s.CaughtUp.SubjectTreesMiB <= 0 ||
 		s.CaughtUp.ServerMiB < s.CaughtUp.SubjectTreesMiB || s.CaughtUp.GridwireMiB <= 0 || s.AfterReads.RSSMiB <= 0 {
 		t.Errorf("--scale 300: scale rows %+v", s)
+	}
+
+	// The log is reused, and --no-replay measures the reads and memory alone.
+	status, out, errOut = cli(ctx, "bench", "--json", "--allow-root-jobs", "--data", scaleData, "--scale", "300", "--read-jobs", "10", "--no-replay")
+	if status != 0 {
+		t.Fatalf("--scale --no-replay: exit %d: %s", status, errOut)
+	}
+	r = benchResult{}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errOut, "reusing the log") || r.FillSeconds != 0 || r.ReplayPerSec != 0 || r.ReplayEvents != 0 ||
+		r.Reads.EventsP50 <= 0 || r.RSSMiB <= 0 {
+		t.Errorf("--scale 300 --no-replay on the same data: %+v (%s)", r, errOut)
 	}
 }
 
