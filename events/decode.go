@@ -1,12 +1,11 @@
 package events
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/url"
-	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -48,6 +47,65 @@ func DecodeStored(body []byte, subject string, seq uint64) (Event, error) {
 	return e, nil
 }
 
+// DecodeFold decodes a stored message for a fold of job state, as DecodeStored does, but
+// keeps of the envelope only what Apply reads (the name, job, ID, time, data and route):
+// the source, principal, chain (prevhash, prevseq) and signature are checked as
+// DecodeStored checks them and left empty. It accepts and refuses exactly the bodies
+// DecodeStored accepts and refuses (TestDecodeFoldMatchesDecodeStored, FuzzDecodeFold).
+//
+// A replay folds every event of the log; the strings Apply never reads were half of what
+// decoding an envelope allocated. When the body's subject is the job token of subject,
+// JobID shares subject's bytes.
+func DecodeFold(body []byte, subject string, seq uint64) (Event, error) {
+	e, err := scanFields(body, &lean{subject: subject})
+	if err != nil {
+		if e, err = DecodeStored(body, subject, seq); err != nil {
+			return e, err
+		}
+		e.Source, e.Principal, e.PrevHash, e.PrevSeq, e.Signer, e.Signature = "", "", "", 0, "", ""
+		return e, nil
+	}
+	e.Seq, e.Subject, e.PrevSeq = seq, subject, 0 // prevseq checked, not kept
+	if route, ok := routeOf(subject); ok && route != NoRoute {
+		e.Route = route
+	}
+	return e, nil
+}
+
+// routeOf is RouteOfSubject without its allocations: the fourth of exactly four
+// dot-separated tokens when the first is "jobs".
+func routeOf(subject string) (string, bool) {
+	rest, ok := strings.CutPrefix(subject, jobsToken+".")
+	if !ok {
+		return "", false
+	}
+	dots := 0
+	for i := 0; i < len(rest); i++ {
+		if rest[i] == '.' {
+			if dots++; dots == 2 {
+				route := rest[i+1:]
+				return route, strings.IndexByte(route, '.') < 0
+			}
+		}
+	}
+	return "", false
+}
+
+// lean says what a scan keeps: everything (nil), or what a fold reads, with the stored
+// subject whose job token the job ID may share.
+type lean struct {
+	subject string
+}
+
+// jobID is the job ID val as a string, sharing the subject's bytes when it is the
+// subject's job token.
+func (l *lean) jobID(val []byte) string {
+	if id, ok := JobOfSubject(l.subject); ok && id == string(val) {
+		return id
+	}
+	return string(val)
+}
+
 // decodeBody is the one decoder: the fast path, else the SDK. Hash is left empty.
 func decodeBody(body []byte) (Event, error) {
 	if e, err := scanEnvelope(body); err == nil {
@@ -58,15 +116,19 @@ func decodeBody(body []byte) (Event, error) {
 
 // envelope holds the attributes the decoder checks but does not keep, as raw bytes.
 type envelope struct {
-	spec, ctype, typ, tm, prevseq []byte
-	hasPrevseq                    bool
+	spec, ctype, typ, tm, prevseq, source []byte
+	hasPrevseq                            bool
 }
 
 // scanEnvelope reads a structured-mode CloudEvent whose attributes are all strings and
 // whose data is a JSON object or array ("data", as Encode writes it) or base64
 // ("data_base64", as every body was written before). Either way Data is the bytes as
 // written: signatures cover them.
-func scanEnvelope(b []byte) (Event, error) {
+func scanEnvelope(b []byte) (Event, error) { return scanFields(b, nil) }
+
+// scanFields is scanEnvelope; with l set it keeps only what a fold reads (see
+// DecodeFold), and checks the rest as it would keep it.
+func scanFields(b []byte, l *lean) (Event, error) {
 	var e Event
 	var env envelope
 	var haveData bool
@@ -117,7 +179,7 @@ func scanEnvelope(b []byte) (Event, error) {
 			if err != nil {
 				return e, err
 			}
-			if !setAttr(&e, &env, key, val) {
+			if !setAttr(&e, &env, key, val, l) {
 				return e, errSlowPath
 			}
 			j = end
@@ -139,22 +201,45 @@ func scanEnvelope(b []byte) (Event, error) {
 	return finishEnvelope(e, env)
 }
 
-func setAttr(e *Event, env *envelope, key, val []byte) bool {
+// setAttr keeps one string attribute: in the event, or in env when only checked (all but
+// what a fold reads when l is set).
+func setAttr(e *Event, env *envelope, key, val []byte, l *lean) bool {
 	switch string(key) {
 	case "specversion":
 		env.spec = val
 	case "id":
 		e.ID = string(val)
 	case "source":
-		e.Source = string(val)
+		if env.source = val; l == nil {
+			e.Source = string(val)
+		}
 	case "type":
 		env.typ = val
 	case "subject":
-		e.JobID = string(val)
+		if l != nil {
+			e.JobID = l.jobID(val)
+		} else {
+			e.JobID = string(val)
+		}
 	case "datacontenttype":
 		env.ctype = val
 	case "time":
 		env.tm = val
+	case ExtPrevSeq:
+		env.prevseq, env.hasPrevseq = val, true
+	case ExtPrevHash, ExtPrincipal, ExtSigner, ExtSignature:
+		if l == nil {
+			setExtension(e, key, val)
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// setExtension keeps a string extension a fold does not read.
+func setExtension(e *Event, key, val []byte) {
+	switch string(key) {
 	case ExtPrevHash:
 		e.PrevHash = string(val)
 	case ExtPrincipal:
@@ -163,26 +248,20 @@ func setAttr(e *Event, env *envelope, key, val []byte) bool {
 		e.Signer = string(val)
 	case ExtSignature:
 		e.Signature = string(val)
-	case ExtPrevSeq:
-		env.prevseq, env.hasPrevseq = val, true
-	default:
-		return false
 	}
-	return true
 }
 
 func finishEnvelope(e Event, env envelope) (Event, error) {
-	if string(env.spec) != "1.0" || string(env.ctype) != "application/json" || e.ID == "" || e.Source == "" ||
-		e.JobID == "" || len(env.tm) == 0 || !plainSource(e.Source) {
+	if string(env.spec) != "1.0" || string(env.ctype) != "application/json" || e.ID == "" || len(env.source) == 0 ||
+		e.JobID == "" || len(env.tm) == 0 || !plainSource(env.source) {
 		return e, errSlowPath
 	}
-	if e.Name = nameOfType(env.typ); e.Name == "" {
+	if e.Name = typeNames[string(env.typ)]; e.Name == "" {
 		return e, errSlowPath
 	}
 	// Only the exact form the SDK writes: other spellings are the SDK's to judge.
-	t, err := time.Parse(time.RFC3339Nano, string(env.tm))
-	var buf [40]byte
-	if err != nil || t.Location() != time.UTC || !bytes.Equal(t.AppendFormat(buf[:0], time.RFC3339Nano), env.tm) {
+	t, ok := parseTime(env.tm)
+	if !ok {
 		return e, errSlowPath
 	}
 	e.Time = t
@@ -197,33 +276,80 @@ func finishEnvelope(e Event, env envelope) (Event, error) {
 // plainSource reports whether the SDK keeps a source exactly as written: a URI
 // reference that url.Parse reads back unchanged. Sources of letters, digits and / . _ ~ -
 // always are; any other is checked by a round trip.
-func plainSource(s string) bool {
+func plainSource[T string | []byte](s T) bool {
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '/' || c == '.' || c == '_' || c == '~' || c == '-') {
-			u, err := url.Parse(s)
-			return err == nil && u.String() == s
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '/' || c == '.' || c == '_' || c == '~' || c == '-') {
+			u, err := url.Parse(string(s))
+			return err == nil && u.String() == string(s)
 		}
 	}
 	return true
 }
 
-// nameOfType is the known event name of a CloudEvents type at its current version, ""
-// for any other (an older version goes to the slow path, which upcasts it).
-func nameOfType(typ []byte) Name {
-	mid, ok := bytes.CutPrefix(typ, []byte(TypePrefix))
-	if !ok {
-		return ""
+// typeNames maps the CloudEvents type of every known event name, at its current version,
+// to the name; any other type (an older version goes to the slow path, which upcasts it)
+// is not in it.
+var typeNames = func() map[string]Name {
+	m := make(map[string]Name, len(names))
+	for _, n := range names {
+		m[n.Type()] = n
 	}
-	i := bytes.LastIndex(mid, []byte(".v"))
-	if i <= 0 {
-		return ""
+	return m
+}()
+
+// parseTime reads a time in the one form the SDK writes it: RFC 3339 in UTC ("Z"), with
+// the fraction of a second trimmed of trailing zeros (none at all for a whole second),
+// what time.Parse(time.RFC3339Nano) reads in UTC and AppendFormat writes back byte for
+// byte. It is that round trip without its cost (TestParseTimeMatchesRoundTrip,
+// FuzzParseTime).
+func parseTime(b []byte) (time.Time, bool) {
+	// 2006-01-02T15:04:05Z, with .999999999 before the Z.
+	if len(b) < 20 || b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' || b[len(b)-1] != 'Z' {
+		return time.Time{}, false
 	}
-	n := Name(mid[:i])
-	if !n.Known() || string(mid[i+2:]) != strconv.Itoa(n.Version()) {
-		return ""
+	year, ok1 := decimal(b[0:4])
+	month, ok2 := decimal(b[5:7])
+	day, ok3 := decimal(b[8:10])
+	hour, ok4 := decimal(b[11:13])
+	minute, ok5 := decimal(b[14:16])
+	sec, ok6 := decimal(b[17:19])
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 ||
+		day > daysIn(time.Month(month), year) || hour > 23 || minute > 59 || sec > 59 {
+		return time.Time{}, false
 	}
-	return n
+	nsec := 0
+	if frac := b[19 : len(b)-1]; len(frac) > 0 {
+		// A dot, then 1-9 digits, the last not 0.
+		if len(frac) < 2 || len(frac) > 10 || frac[0] != '.' || frac[len(frac)-1] == '0' {
+			return time.Time{}, false
+		}
+		n, ok := decimal(frac[1:])
+		if !ok {
+			return time.Time{}, false
+		}
+		for range 10 - len(frac) {
+			n *= 10
+		}
+		nsec = n
+	}
+	return time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC), true
+}
+
+// decimal is the decimal number b spells, all of its bytes digits.
+func decimal(b []byte) (int, bool) {
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
+
+// daysIn is the number of days of month m of year y.
+func daysIn(m time.Month, y int) int {
+	return time.Date(y, m+1, 0, 0, 0, 0, 0, time.UTC).Day()
 }
 
 // parseSeq reads a decimal sequence without sign or leading zero; 0 when malformed.
@@ -254,16 +380,20 @@ func scanString(b []byte, i int) ([]byte, int, error) {
 	if i >= len(b) || b[i] != '"' {
 		return nil, i, errSlowPath
 	}
+	var high byte // the bits of every byte: UTF-8 needs checking only past ASCII
 	for j := i + 1; j < len(b); j++ {
-		switch c := b[j]; {
-		case c == '"':
-			if !utf8.Valid(b[i+1 : j]) {
-				return nil, j, errSlowPath
-			}
-			return b[i+1 : j], j + 1, nil
-		case c == '\\' || c < 0x20:
+		c := b[j]
+		if plainInString[c] {
+			high |= c
+			continue
+		}
+		if c != '"' {
+			return nil, j, errSlowPath // an escape or a control character
+		}
+		if high >= utf8.RuneSelf && !utf8.Valid(b[i+1:j]) {
 			return nil, j, errSlowPath
 		}
+		return b[i+1 : j], j + 1, nil
 	}
 	return nil, len(b), errSlowPath
 }

@@ -153,18 +153,23 @@ func BenchmarkDecode(b *testing.B) {
 			return e, err
 		}},
 		{"stored", func(body []byte) (Event, error) { return DecodeStored(body, "jobs.J.held._", 1) }},
+		{"fold", func(body []byte) (Event, error) {
+			return DecodeFold(body, "jobs.01JDJ7Q1ZQ3S2K2B9Y4N3Y8W5A.held._", 1)
+		}},
 	} {
 		in, decode := bodies, c.decode
 		if decode == nil {
 			in, decode = olds, Decode
 		}
 		b.Run(c.name, func(b *testing.B) {
+			start := cpuTime()
 			for i := 0; b.Loop(); i++ {
 				if _, err := decode(in[i%len(in)]); err != nil {
 					b.Fatal(err)
 				}
 			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+			b.ReportMetric(float64((cpuTime()-start).Nanoseconds())/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
