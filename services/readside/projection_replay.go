@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/gridwire/gridwire/events"
@@ -145,7 +145,10 @@ func readStream(ctx context.Context, stream jetstream.Stream, first, last uint64
 		if err != nil {
 			return fmt.Errorf("replay: reading the stream: %w", err)
 		}
-		seq := seqOf(m)
+		seq := streamSeqOf(m.Reply())
+		if seq == 0 {
+			return fmt.Errorf("replay: reading the stream: a delivery without a stream sequence (reply %q)", m.Reply())
+		}
 		i := shardOf(m.Subject(), len(shards))
 		pending[i] = append(pending[i], storedMsg{data: m.Data(), subject: m.Subject(), seq: seq})
 		if len(pending[i]) == batch {
@@ -179,15 +182,49 @@ func seqOf(m jetstream.Msg) uint64 {
 	return meta.Sequence.Stream
 }
 
-// shardOf picks a job's shard from its subject, jobs.<id>.<event>.<route>.
+// streamSeqOf is the stream sequence m.Metadata() reads from a JetStream delivery's
+// reply subject, without building the rest of the metadata: $JS.ACK.<stream>.<consumer>.
+// <delivered>.<sseq>..., or with the domain and account hash after ACK (eleven tokens or
+// more); 0 when the subject is neither.
+func streamSeqOf(reply string) uint64 {
+	rest, ok := strings.CutPrefix(reply, "$JS.ACK.")
+	if !ok {
+		return 0
+	}
+	skip := 3 // stream, consumer, delivered
+	switch n := strings.Count(reply, ".") + 1; {
+	case n == 9:
+	case n >= 11:
+		skip = 5 // domain, account hash
+	default:
+		return 0
+	}
+	for range skip {
+		_, rest, _ = strings.Cut(rest, ".")
+	}
+	tok, _, _ := strings.Cut(rest, ".")
+	var seq uint64
+	for i := 0; i < len(tok); i++ {
+		if tok[i] < '0' || tok[i] > '9' {
+			return 0
+		}
+		seq = seq*10 + uint64(tok[i]-'0')
+	}
+	return seq
+}
+
+// shardOf picks a job's shard from its subject, jobs.<id>.<event>.<route>: the FNV-1a
+// hash of the job ID.
 func shardOf(subject string, n int) int {
 	id, ok := events.JobOfSubject(subject)
 	if !ok {
 		id = subject
 	}
-	h := fnv.New32a()
-	h.Write([]byte(id))
-	return int(h.Sum32() % uint32(n))
+	h := uint32(2166136261)
+	for i := 0; i < len(id); i++ {
+		h = (h ^ uint32(id[i])) * 16777619
+	}
+	return int(h % uint32(n))
 }
 
 // storedMsg is one stream message as the fold needs it.
@@ -209,7 +246,7 @@ type foldShard struct {
 func (s *foldShard) run(ctx context.Context) error {
 	for msgs := range s.in {
 		for _, m := range msgs {
-			e, err := events.DecodeStored(m.data, m.subject, m.seq)
+			e, err := events.DecodeFold(m.data, m.subject, m.seq)
 			if err != nil {
 				s.refusedN++
 				if s.refused != nil {
