@@ -65,8 +65,12 @@ func New(jobID string, name Name, route string, at time.Time, payload any) (Even
 // Subject is where the event is stored.
 func (e Event) subject() string { return Subject(e.JobID, e.Name, e.Route) }
 
-// Payload decodes the event's data into v.
+// Payload decodes the event's data into v: a plain payload of a job's life by
+// fastPayload, any other with encoding/json.
 func (e Event) Payload(v any) error {
+	if fastPayload(e.Data, v) {
+		return nil
+	}
 	if err := json.Unmarshal(e.Data, v); err != nil {
 		return fmt.Errorf("%w: %s %s: payload: %v", ErrBadEvent, e.Name, e.ID, err)
 	}

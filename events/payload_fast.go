@@ -1,0 +1,381 @@
+package events
+
+import (
+	"bytes"
+	"reflect"
+	"strings"
+	"unicode/utf8"
+)
+
+// A fold decodes a payload for almost every event (Payload), and encoding/json's
+// reflection was the largest part of folding one: a replay folds every event of the log.
+// fastPayload reads the payloads of the events a job's life is made of when they are
+// written plainly: an object whose keys are field names spelt exactly, whose values are
+// strings without escapes, integers without fraction or exponent, and booleans. It writes
+// the fields it reads into v, as json.Unmarshal does; anything else it gives up on (a key
+// with an escape or in another case, a null, a value of another type, a nested value it
+// does not read), and Payload decodes the payload with encoding/json, which then writes
+// every field the payload has over what fastPayload wrote. FuzzFastPayload holds the two
+// to the same result and the same refusals.
+
+// fastPayload decodes data into v when v is a payload it knows and data is plain; false
+// otherwise (v may then hold some of data's fields).
+func fastPayload(data []byte, v any) bool {
+	switch p := v.(type) {
+	case *TransferData:
+		return readObject(data, transferFields, false, func(k, b []byte, i int) (int, bool) {
+			switch string(k) {
+			case "direction":
+				return readString(b, i, &p.Direction)
+			case "from":
+				return readString(b, i, &p.From)
+			case "to":
+				return readString(b, i, &p.To)
+			case "attempt":
+				return readInt(b, i, &p.Attempt)
+			case "of":
+				return readInt(b, i, &p.Of)
+			case "bytes":
+				return readInt(b, i, &p.Bytes)
+			case "duration":
+				return readInt(b, i, &p.Duration)
+			case "sha256":
+				return readString(b, i, &p.SHA256)
+			case "error":
+				return readString(b, i, &p.Error)
+			case "directory":
+				return readBool(b, i, &p.Directory)
+			case "files":
+				return readInt(b, i, &p.Files)
+			case "permanent":
+				return readBool(b, i, &p.Permanent)
+			case "backoff":
+				return readInt(b, i, &p.Backoff)
+			}
+			return i, false
+		})
+	case *StartedData:
+		return readObject(data, startedFields, false, func(k, b []byte, i int) (int, bool) {
+			switch string(k) {
+			case "cluster":
+				return readString(b, i, &p.Cluster)
+			case "host":
+				return readString(b, i, &p.Host)
+			case "host_key":
+				return readString(b, i, &p.HostKey)
+			case "native_id":
+				return readString(b, i, &p.NativeID)
+			case "native_state":
+				return readString(b, i, &p.NativeState)
+			case "running":
+				return readBool(b, i, &p.Running)
+			case "adopted":
+				return readBool(b, i, &p.Adopted)
+			case "executor":
+				return readString(b, i, &p.Executor)
+			}
+			return i, false
+		})
+	case *StatusData:
+		return readObject(data, statusFields, false, func(k, b []byte, i int) (int, bool) {
+			switch string(k) {
+			case "state":
+				return readString(b, i, (*string)(&p.State))
+			case "native_state":
+				return readString(b, i, &p.NativeState)
+			}
+			return i, false // the group's counts
+		})
+	case *ExitedData:
+		return readObject(data, exitedFields, false, func(k, b []byte, i int) (int, bool) {
+			switch string(k) {
+			case "exit_code":
+				return readInt(b, i, &p.ExitCode)
+			case "native_state":
+				return readString(b, i, &p.NativeState)
+			case "reason":
+				return readString(b, i, &p.Reason)
+			}
+			return i, false
+		})
+	case *StagedOutData:
+		return readObject(data, stagedOutFields, false, func(k, b []byte, i int) (int, bool) {
+			switch string(k) {
+			case "ok":
+				return readBool(b, i, &p.OK)
+			case "reason":
+				return readString(b, i, &p.Reason)
+			case "files":
+				return readInt(b, i, &p.Files)
+			}
+			return i, false // the lists
+		})
+	case *EndData:
+		return readObject(data, endFields, false, func(k, b []byte, i int) (int, bool) {
+			switch string(k) {
+			case "exit_code":
+				if p.ExitCode == nil {
+					p.ExitCode = new(int)
+				}
+				return readInt(b, i, p.ExitCode)
+			case "reason":
+				return readString(b, i, &p.Reason)
+			}
+			return i, false // the group's summary
+		})
+	case *Note:
+		return readObject(data, noteFields, false, func(k, b []byte, i int) (int, bool) {
+			switch string(k) {
+			case "reason":
+				return readString(b, i, &p.Reason)
+			case "action":
+				return readString(b, i, &p.Action)
+			case "output":
+				return readString(b, i, &p.Output)
+			}
+			return i, false
+		})
+	case *RestartedData:
+		return readObject(data, restartedFields, false, func(k, b []byte, i int) (int, bool) {
+			switch string(k) {
+			case "attempt":
+				return readInt(b, i, &p.Attempt)
+			case "of":
+				return readInt(b, i, &p.Of)
+			case "reason":
+				return readString(b, i, &p.Reason)
+			}
+			return i, false
+		})
+	case *IncarnatedData:
+		return readObject(data, incarnatedFields, false, func(k, b []byte, i int) (int, bool) {
+			switch string(k) {
+			case "cluster":
+				return readString(b, i, &p.Cluster)
+			case "queue":
+				return readString(b, i, &p.Queue)
+			}
+			return i, false // the scripts and the rest: a projection reads the two above
+		})
+	case *Job:
+		return fastJob(data, p)
+	}
+	return false
+}
+
+// fastJob reads the fields of a job a projection keeps (its identity, its place in its
+// document and its DDS collection), as Job.UnmarshalJSON reads them: strictly, a key it
+// does not know giving up.
+func fastJob(data []byte, j *Job) bool {
+	return readObject(data, jobFields, true, func(k, b []byte, i int) (int, bool) {
+		switch string(k) {
+		case "id":
+			return readString(b, i, &j.ID)
+		case "name":
+			return readString(b, i, &j.Name)
+		case "kind":
+			return readString(b, i, (*string)(&j.Kind))
+		case "parent":
+			return readString(b, i, &j.Parent)
+		case "submitter":
+			return readString(b, i, &j.Submitter)
+		case "restarts":
+			return readInt(b, i, &j.Restarts)
+		case "original":
+			return readNested(b, i, originalFields, func(k, b []byte, i int) (int, bool) {
+				if string(k) == "path" {
+					return readString(b, i, &j.Original.Path)
+				}
+				return i, false
+			})
+		case "dds":
+			if i >= len(b) || b[i] != '{' {
+				return i, false
+			}
+			if j.DDS == nil {
+				j.DDS = new(DDSContext)
+			}
+			return readNested(b, i, ddsFields, func(k, b []byte, i int) (int, bool) {
+				if string(k) == "collection_path" {
+					return readString(b, i, &j.DDS.CollectionPath)
+				}
+				return i, false
+			})
+		}
+		return i, false
+	})
+}
+
+// The JSON names of each payload's fields, as encoding/json matches keys to them.
+var (
+	transferFields   = jsonNames(TransferData{})
+	startedFields    = jsonNames(StartedData{})
+	statusFields     = jsonNames(StatusData{})
+	exitedFields     = jsonNames(ExitedData{})
+	stagedOutFields  = jsonNames(StagedOutData{})
+	endFields        = jsonNames(EndData{})
+	noteFields       = jsonNames(Note{})
+	restartedFields  = jsonNames(RestartedData{})
+	incarnatedFields = jsonNames(IncarnatedData{})
+	jobFields        = append(jsonNames(Job{}), "requirements")
+	originalFields   = jsonNames(Original{})
+	ddsFields        = jsonNames(DDSContext{})
+)
+
+// jsonNames lists the JSON names of a struct's exported fields (its tag's name, else the
+// field's), the fields of embedded structs among them.
+func jsonNames(v any) []string {
+	var names []string
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			switch {
+			case name == "-" || !f.IsExported() && !f.Anonymous:
+			case f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct:
+				walk(f.Type)
+			case name == "":
+				names = append(names, f.Name)
+			default:
+				names = append(names, name)
+			}
+		}
+	}
+	walk(reflect.TypeOf(v))
+	return names
+}
+
+// memberReader reads the value of member k starting at b[i] and returns the index after
+// it; false when it does not read that value (or k) plainly.
+type memberReader func(k, b []byte, i int) (int, bool)
+
+// readObject reads data, one JSON object and nothing else, member by member: a key
+// spelt exactly as a field's name goes to read; a key that is no field's name in any
+// case is skipped (strict: given up on, as DisallowUnknownFields refuses it); anything
+// else is given up on.
+func readObject(data []byte, names []string, strict bool, read memberReader) bool {
+	end, ok := readMembers(data, skipSpace(data, 0), names, strict, read)
+	return ok && skipSpace(data, end) == len(data)
+}
+
+// readNested reads the object at b[i] into a nested struct, strictly (a job's).
+func readNested(b []byte, i int, names []string, read memberReader) (int, bool) {
+	return readMembers(b, i, names, true, read)
+}
+
+func readMembers(b []byte, i int, names []string, strict bool, read memberReader) (int, bool) {
+	if i >= len(b) || b[i] != '{' {
+		return i, false
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, true
+	}
+	for {
+		end, ok := JSONStringEnd(b, i)
+		if !ok {
+			return i, false
+		}
+		key := b[i+1 : end-1]
+		if i = skipSpace(b, end); i >= len(b) || b[i] != ':' {
+			return i, false
+		}
+		i = skipSpace(b, i+1)
+		if i, ok = readMember(key, b, i, names, strict, read); !ok {
+			return i, false
+		}
+		if i = skipSpace(b, i); i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+			continue
+		}
+		if i < len(b) && b[i] == '}' {
+			return i + 1, true
+		}
+		return i, false
+	}
+}
+
+// readMember reads one member's value, or skips it when its key names no field.
+func readMember(key, b []byte, i int, names []string, strict bool, read memberReader) (int, bool) {
+	for _, c := range key {
+		if c == '\\' || c >= utf8.RuneSelf { // escaped, or folding to a name only in Unicode
+			return i, false
+		}
+	}
+	for _, n := range names {
+		if string(key) == n {
+			return read(key, b, i)
+		}
+	}
+	for _, n := range names {
+		if strings.EqualFold(string(key), n) {
+			return i, false
+		}
+	}
+	if strict {
+		return i, false
+	}
+	return JSONValueEnd(b, i)
+}
+
+// readString reads a string without escapes, in valid UTF-8 (encoding/json replaces
+// invalid bytes), into dst.
+func readString(b []byte, i int, dst *string) (int, bool) {
+	end, ok := JSONStringEnd(b, i)
+	if !ok {
+		return i, false
+	}
+	s := b[i+1 : end-1]
+	var high byte
+	for _, c := range s {
+		if c == '\\' {
+			return i, false
+		}
+		high |= c
+	}
+	if high >= utf8.RuneSelf && !utf8.Valid(s) {
+		return i, false
+	}
+	*dst = string(s)
+	return end, true
+}
+
+// readInt reads an integer (an optional minus and at most 18 digits, so that it fits
+// any of the payloads' integer fields; no fraction or exponent) into dst.
+func readInt[T ~int | ~int64](b []byte, i int, dst *T) (int, bool) {
+	j := i
+	neg := j < len(b) && b[j] == '-'
+	if neg {
+		j++
+	}
+	start := j
+	var n int64
+	for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+		n = n*10 + int64(b[j]-'0')
+		j++
+	}
+	digits := j - start
+	if digits == 0 || digits > 18 || digits > 1 && b[start] == '0' ||
+		j < len(b) && (b[j] == '.' || b[j] == 'e' || b[j] == 'E') {
+		return i, false
+	}
+	if neg {
+		n = -n
+	}
+	*dst = T(n)
+	return j, true
+}
+
+// readBool reads true or false into dst.
+func readBool(b []byte, i int, dst *bool) (int, bool) {
+	switch {
+	case bytes.HasPrefix(b[i:], []byte("true")):
+		*dst = true
+		return i + 4, true
+	case bytes.HasPrefix(b[i:], []byte("false")):
+		*dst = false
+		return i + 5, true
+	}
+	return i, false
+}

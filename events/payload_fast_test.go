@@ -1,0 +1,97 @@
+package events
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+// fastTypes are the payloads fastPayload reads, each a fresh value.
+var fastTypes = []func() any{
+	func() any { return &TransferData{} }, func() any { return &StartedData{} }, func() any { return &StatusData{} },
+	func() any { return &ExitedData{} }, func() any { return &StagedOutData{} }, func() any { return &EndData{} },
+	func() any { return &Note{} }, func() any { return &RestartedData{} }, func() any { return &IncarnatedData{} },
+	func() any { return &Job{} },
+}
+
+// checkPayload holds Payload (fastPayload, else encoding/json over what it wrote) to
+// encoding/json alone: the same value, and an error exactly when encoding/json has one.
+func checkPayload(t *testing.T, data []byte, fresh func() any) bool {
+	t.Helper()
+	want, got := fresh(), fresh()
+	wantErr := json.Unmarshal(data, want)
+	fast := fastPayload(data, got)
+	if fast && wantErr != nil {
+		t.Fatalf("%T: fastPayload read %q, which encoding/json refuses: %v", got, data, wantErr)
+	}
+	err := Event{Data: data}.Payload(got)
+	if (err == nil) != (wantErr == nil) {
+		t.Fatalf("%T: Payload %v, encoding/json %v, on %q", got, err, wantErr, data)
+	}
+	if wantErr == nil && !reflect.DeepEqual(want, got) {
+		t.Fatalf("%T: %q read as %+v (fast %v), encoding/json %+v", got, data, got, fast, want)
+	}
+	return fast
+}
+
+// The payloads of every recorded history (a projection's reduced ones among them) and
+// plain and odd payloads of each type read as encoding/json reads them; the plain ones
+// without it.
+func TestFastPayloadMatchesJSON(t *testing.T) {
+	plain := map[int][]string{
+		0: {`{"direction":"in","from":"a","to":"b","attempt":1,"of":2,"bytes":-5,"duration":1234567890123,"error":"x","directory":true,"files":0,"permanent":false,"backoff":9}`},
+		1: {`{"cluster":"c1","host":"h","host_key":"SHA256:x","native_id":"42","native_state":"R","running":true,"adopted":false,"executor":"e"}`},
+		2: {`{"state":"RUNNING","native_state":"R"}`, `{ "state" : "HELD" , "native_state":"café"}`},
+		3: {`{"exit_code":-1,"reason":"killed"}`, `{"exit_code":0}`},
+		4: {`{"ok":true,"files":3,"reason":"r"}`},
+		5: {`{"exit_code":3,"reason":"exit"}`, `{}`},
+		6: {`{"reason":"r","action":"HOLD","output":"o","unknown":[1,{"a":null}]}`},
+		7: {`{"attempt":2,"of":3,"reason":"crashed"}`},
+		8: {`{"cluster":"local","queue":"q"}`, `{"cluster":"local"}`},
+		9: {`{"id":"J","name":"n","kind":"group","parent":"P","submitter":"s","restarts":2,"original":{"path":"job[1]"},"dds":{"collection_path":"main/c_1"}}`,
+			`{"id":"J","dds":{}}`, `{"id":"J","original":{}}`},
+	}
+	for k, fresh := range fastTypes {
+		for _, data := range plain[k] {
+			if !checkPayload(t, []byte(data), fresh) {
+				t.Errorf("%T: %s was not read plainly", fresh(), data)
+			}
+		}
+		for _, odd := range []string{
+			`{"reason":"a\"b"}`, `{"reason":null}`, `{"REASON":"x"}`, `{"reason":"x","Reason":"y"}`, `{"reas\u006fn":"x"}`,
+			`{"attempt":1.0}`, `{"attempt":1e2}`, `{"attempt":"1"}`, `{"attempt":01}`, `{"attempt":-0}`,
+			`{"attempt":123456789012345678901}`, `{"exit_code":9223372036854775807}`, `{"exit_code":null}`,
+			`{"exit_code":1,"exit_code":null}`, `{"running":"true"}`, `{"ok":1}`, `{"state":5}`, `{"cluster":["a"]}`,
+			`{"failed":["a"],"cleaned":[]}`, `{"group":{"children":2}}`, `{"scripts":{"START":{"sha256":"x"}}}`,
+			`{"original":{"path":"p","format":"v3-json"}}`, `{"original":{"bytes":"aGk="}}`, `{"dds":null}`,
+			`{"dds":{"collection_path":"a","task_index":1}}`, `{"requirements":{}}`, `{"executable":"/bin/true"}`,
+			`{"id":"J","original":{"path":"a"},"original":{"path":"b"}}`, `{"name":"\xff"}`, `{"name":"caf\xc3\xa9"}`,
+			`{"kſnd":"x"}`, `{"reason":"x",}`, `{"reason":"x"} x`, `{"reason":"x"`, `[]`, `null`, ``, ` {} `, `{"":1}`,
+		} {
+			checkPayload(t, []byte(odd), fresh)
+		}
+	}
+	for _, m := range recordedMessages(t) {
+		e, err := Decode(m.Event)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, fresh := range fastTypes {
+			if reflect.TypeOf(fresh()) == reflect.TypeOf(NewPayload(e.Name)) {
+				checkPayload(t, e.Data, fresh)
+			}
+		}
+	}
+}
+
+// FuzzFastPayload: Payload reads every payload of every type fastPayload knows as
+// encoding/json does.
+func FuzzFastPayload(f *testing.F) {
+	f.Add([]byte(`{"direction":"in","attempt":1,"bytes":5,"directory":true}`), uint8(0))
+	f.Add([]byte(`{"exit_code":3,"reason":"exit"}`), uint8(5))
+	f.Add([]byte(`{"id":"J","kind":"group","original":{"path":"p"},"dds":{"collection_path":"c"}}`), uint8(9))
+	f.Add([]byte(`{"cluster":"local","queue":"q","scripts":{}}`), uint8(8))
+	f.Fuzz(func(t *testing.T, data []byte, k uint8) {
+		checkPayload(t, data, fastTypes[int(k)%len(fastTypes)])
+	})
+}
