@@ -152,19 +152,9 @@ func (t *Table) Apply(e events.Event) (bool, error) {
 
 // fold applies e to a row and compacts the result.
 func (t *Table) fold(old row, e events.Event) (row, error) {
-	from := old.st
-	if old.hasJob {
-		j := t.scratch.Get().(*events.Job)
-		defer t.scratch.Put(j)
-		*j = events.Job{}
-		old.fill(j)
-		from.Job = j
-	}
-	next, err := applyRow(from, e)
-	if err != nil {
-		return row{}, err
-	}
-	return compact(next), nil
+	j := t.scratch.Get().(*events.Job)
+	defer t.scratch.Put(j)
+	return foldRow(old, e, j)
 }
 
 // Set puts a row as it is (a mirror of the KV projection).

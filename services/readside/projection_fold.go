@@ -3,6 +3,7 @@ package readside
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/gridwire/gridwire/events"
@@ -39,6 +40,64 @@ var keptFields = map[events.Name][]field{
 	events.Submitted: {{name: "id"}, {name: "name"}, {name: "kind"}, {name: "parent"}, {name: "submitter"}, {name: "restarts"},
 		{name: "original", sub: []field{{name: "path"}}}, {name: "dds", sub: []field{{name: "collection_path"}}}},
 	events.Incarnated: {{name: "cluster"}, {name: "queue"}},
+}
+
+// foldRow applies e to a row and compacts the result; the fold starts from the row's job
+// filled into scratch, so it allocates no job of its own.
+func foldRow(old row, e events.Event, scratch *events.Job) (row, error) {
+	from := old.st
+	if old.hasJob {
+		*scratch = events.Job{}
+		old.fill(scratch)
+		from.Job = scratch
+	}
+	next, err := applyRow(from, e)
+	if err != nil {
+		return row{}, err
+	}
+	return compact(next), nil
+}
+
+// replayApply folds one event of a replay into t, as Apply does, for shards that each
+// fold jobs of their own: a job's row cannot move between reading and writing it, so it
+// is read and written once, and the counts and the order of the table are made once at
+// the end (finishReplay) instead of at every event. A new row keeps a job ID of its own:
+// the event's may share the bytes of its stream subject (events.DecodeFold).
+func (t *Table) replayApply(e events.Event, scratch *events.Job) error {
+	t.mu.RLock()
+	old, ok := t.rows[e.JobID]
+	t.mu.RUnlock()
+	if ok && e.Seq != 0 && e.Seq <= old.st.LastSeq {
+		return nil
+	}
+	next, err := foldRow(old, e, scratch)
+	if err != nil {
+		return err
+	}
+	if ok {
+		next.st.JobID = old.st.JobID
+	} else {
+		next.st.JobID = strings.Clone(next.st.JobID)
+	}
+	t.mu.Lock()
+	t.rows[next.st.JobID] = next
+	t.mu.Unlock()
+	return nil
+}
+
+// finishReplay makes the order and the counts of a table replayApply filled, and stamps
+// it with seq.
+func (t *Table) finishReplay(seq uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.order = make([]string, 0, len(t.rows))
+	clear(t.counts)
+	for id, r := range t.rows {
+		t.order = append(t.order, id)
+		t.count(r.st, 1)
+	}
+	slices.Sort(t.order)
+	t.seq = max(t.seq, seq)
 }
 
 // applyRow folds e into a row's state as events.Apply folds it into a whole state,

@@ -25,7 +25,8 @@ type RebuildOptions struct {
 	// Progress is called now and then with the events folded and the events to fold.
 	Progress func(done, total uint64)
 	// Refused is called for each event the state machine does not accept (a history the
-	// audit will flag); the event is left out, as the live projection leaves it out.
+	// audit will flag); the event is left out, as the live projection leaves it out. The
+	// event carries what a fold reads (see events.DecodeFold), its sequence and subject.
 	Refused func(e events.Event, err error)
 }
 
@@ -107,7 +108,7 @@ func foldStream(ctx context.Context, stream jetstream.Stream, first, last uint64
 		res.Events += s.events
 		res.Refused += s.refusedN
 	}
-	table.SetSeq(last)
+	table.finishReplay(last)
 	return table, nil
 }
 
@@ -241,32 +242,38 @@ type foldShard struct {
 	refused  func(events.Event, error)
 	events   uint64
 	refusedN uint64
+	scratch  events.Job // the job each fold starts from (see foldRow)
 }
 
 func (s *foldShard) run(ctx context.Context) error {
 	for msgs := range s.in {
-		for _, m := range msgs {
-			e, err := events.DecodeFold(m.data, m.subject, m.seq)
-			if err != nil {
-				s.refusedN++
-				if s.refused != nil {
-					s.refused(e, err)
-				}
-				continue
-			}
-			s.events++
-			if _, err := s.table.Apply(e); err != nil {
-				s.refusedN++
-				if s.refused != nil {
-					s.refused(e, err)
-				}
-			}
-		}
+		s.fold(msgs)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 	}
 	return nil
+}
+
+// fold decodes and folds a batch of messages.
+func (s *foldShard) fold(msgs []storedMsg) {
+	for _, m := range msgs {
+		e, err := events.DecodeFold(m.data, m.subject, m.seq)
+		if err != nil {
+			s.refusedN++
+			if s.refused != nil {
+				s.refused(e, err)
+			}
+			continue
+		}
+		s.events++
+		if err := s.table.replayApply(e, &s.scratch); err != nil {
+			s.refusedN++
+			if s.refused != nil {
+				s.refused(e, err)
+			}
+		}
+	}
 }
 
 // eventOf decodes a stream message with its sequence, subject and route.
