@@ -19,6 +19,10 @@ const (
 	MaxBulkBytes = 64 << 20
 )
 
+// relaxGCItems is the smallest bulk submission during which the collector is relaxed
+// (relaxGC): a few items allocate too little to matter.
+const relaxGCItems = 64
+
 // BulkStore is a Store that appends many new jobs' first events in one pipelined go
 // (events.Store.CreateAll); SubmitAll uses it when the store has it.
 type BulkStore interface {
@@ -51,6 +55,10 @@ type Result struct {
 // (its own idempotency key, its own errors), with every accepted job's submitted event
 // appended in one pipelined go: the answer comes once all are acknowledged.
 func (s *Service) SubmitAll(ctx context.Context, subs []Submission) []Result {
+	if len(subs) >= relaxGCItems {
+		relaxGC()
+		defer restoreGC()
+	}
 	results := make([]Result, len(subs))
 	preps := make([]prepared, len(subs))
 	all := make([]events.Event, 0, len(subs)) // one job an item, the usual case

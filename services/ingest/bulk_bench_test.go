@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"runtime/metrics"
 	"sync"
 	"syscall"
 	"testing"
@@ -75,8 +76,18 @@ func reportCPU(b *testing.B) func() {
 		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
-	start := cpu()
-	return func() { b.ReportMetric(float64((cpu()-start).Microseconds())/float64(b.N), "cpu-us/op") }
+	start, gcStart := cpu(), gcCPU()
+	return func() {
+		b.ReportMetric(float64((cpu()-start).Microseconds())/float64(b.N), "cpu-us/op")
+		b.ReportMetric((gcCPU()-gcStart)*1e6/float64(b.N), "gc-cpu-us/op")
+	}
+}
+
+// gcCPU is the runtime's estimate of the CPU seconds the collector has used so far.
+func gcCPU() float64 {
+	s := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	metrics.Read(s)
+	return s[0].Value.Float64()
 }
 
 // benchService is a service on an embedded JetStream, signing with a fresh ingest key

@@ -1,13 +1,17 @@
 package ingest
 
 import (
+	"context"
 	"encoding/json"
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"runtime/debug"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/events/eventstest"
 )
 
@@ -115,6 +119,52 @@ func TestBulkBodyReadsEveryItem(t *testing.T) {
 		}
 		if d := cmp.Diff(want, got); d != "" {
 			t.Errorf("%s (-want +got):\n%s", body, d)
+		}
+	}
+}
+
+// gcStore records the collector's GOGC when its jobs are stored.
+type gcStore struct {
+	memStore
+	percent int
+}
+
+func (g *gcStore) CreateAll(ctx context.Context, evs []events.Event) ([]uint64, []error) {
+	g.percent = debug.SetGCPercent(-1)
+	debug.SetGCPercent(g.percent)
+	errs := make([]error, len(evs))
+	for i, e := range evs {
+		_, errs[i] = g.Create(ctx, e)
+	}
+	return make([]uint64, len(evs)), errs
+}
+
+// A bulk submission of relaxGCItems or more relaxes the collector while its jobs are
+// prepared and stored and puts the process's setting back after; a smaller one leaves
+// it alone.
+func TestBulkSubmissionRelaxesTheCollector(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
+	store := &gcStore{}
+	svc, err := New(Config{}, Deps{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ items, during int }{{relaxGCItems, relaxedGCPercent}, {relaxGCItems - 1, 100}} {
+		subs := make([]Submission, c.items)
+		for i := range subs {
+			subs[i] = Submission{File: "a.json", Data: []byte(`{"version":3,"executable":"/bin/true"}`)}
+		}
+		for _, r := range svc.SubmitAll(t.Context(), subs) {
+			if r.Error != nil {
+				t.Fatal(r.Error)
+			}
+		}
+		if store.percent != c.during {
+			t.Errorf("%d items: GOGC %d while stored, want %d", c.items, store.percent, c.during)
+		}
+		if p := debug.SetGCPercent(100); p != 100 || debug.SetMemoryLimit(-1) != math.MaxInt64 {
+			t.Errorf("%d items: GOGC %d, limit %d after", c.items, p, debug.SetMemoryLimit(-1))
 		}
 	}
 }

@@ -57,8 +57,8 @@ func (s *Service) streamed(sub Submission) *dds.Topology {
 // next window while this one appends the last.
 func (s *Service) submitStream(ctx context.Context, sub Submission, t *dds.Topology) (Accepted, error) {
 	st := newStamper(sub)
-	beginStreamGC()
-	defer endStreamGC()
+	relaxGC()
+	defer restoreGC()
 	if err := s.checkStream(sub, t, st); err != nil {
 		return Accepted{}, err
 	}

@@ -105,27 +105,27 @@ func TestStreamedTopologyStopsAtAStoreError(t *testing.T) {
 func TestStreamPutsTheCollectorBack(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
-	beginStreamGC()
-	beginStreamGC()
-	if p := debug.SetGCPercent(-1); p != streamGCPercent || debug.SetMemoryLimit(-1) != streamMemoryLimit {
+	relaxGC()
+	relaxGC()
+	if p := debug.SetGCPercent(-1); p != relaxedGCPercent || debug.SetMemoryLimit(-1) != relaxedMemoryLimit {
 		t.Fatalf("during two streams: GOGC %d, limit %d", p, debug.SetMemoryLimit(-1))
 	}
-	debug.SetGCPercent(streamGCPercent)
-	endStreamGC()
-	if p := debug.SetGCPercent(streamGCPercent); p != streamGCPercent {
+	debug.SetGCPercent(relaxedGCPercent)
+	restoreGC()
+	if p := debug.SetGCPercent(relaxedGCPercent); p != relaxedGCPercent {
 		t.Fatalf("with one stream left: GOGC %d", p)
 	}
-	endStreamGC()
+	restoreGC()
 	if p := debug.SetGCPercent(100); p != 100 || debug.SetMemoryLimit(-1) != math.MaxInt64 {
 		t.Fatalf("after both: GOGC %d, limit %d", p, debug.SetMemoryLimit(-1))
 	}
 	// An operator's more relaxed setting is left alone.
 	debug.SetGCPercent(400)
-	beginStreamGC()
+	relaxGC()
 	if p := debug.SetGCPercent(400); p != 400 || debug.SetMemoryLimit(-1) != math.MaxInt64 {
 		t.Fatalf("GOGC 400 became %d, limit %d", p, debug.SetMemoryLimit(-1))
 	}
-	endStreamGC()
+	restoreGC()
 	if p := debug.SetGCPercent(100); p != 400 {
 		t.Fatalf("GOGC 400 became %d after the stream", p)
 	}
