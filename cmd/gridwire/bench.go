@@ -157,6 +157,12 @@ type benchResult struct {
 	Slurm            *slurmRow `json:"slurm,omitempty"`
 	SSH              *sshRow   `json:"ssh,omitempty"`
 	Skipped          []string  `json:"skipped,omitempty"`
+
+	// CPU of the process (ingest, the store's client, the embedded server) per job of
+	// each durable submit run: comparable across runs where the rates are the load's.
+	SubmitCPUMicros    float64 `json:"durable_submit_cpu_per_job_us,omitempty"`
+	BulkCPUMicros      float64 `json:"bulk_submit_cpu_per_job_us,omitempty"`
+	RawAppendCPUMicros float64 `json:"raw_append_cpu_per_job_us,omitempty"`
 }
 
 // reads are latencies of job reads through the HTTP API, and of the yardstick: one
@@ -198,6 +204,8 @@ func (r benchResult) print(e *env) {
 			fmt.Sprintf("raw conditional appends %.0f/s", r.RawAppendPerSec), "")
 		row(fmt.Sprintf("durable submit, bulk (%d)", r.SubmitJobs), fmt.Sprintf("%.0f /s", r.BulkSubmitPerSec),
 			fmt.Sprintf("raw conditional appends %.0f/s", r.RawAppendPerSec), ">= 50,000/s "+met(r.BulkSubmitPerSec >= 50000))
+		fmt.Fprintf(w, "  CPU per submitted job (the process: ingest, the store's client, the embedded server): one a request %.1f us, bulk %.1f us; raw conditional appends %.1f us\n",
+			r.SubmitCPUMicros, r.BulkCPUMicros, r.RawAppendCPUMicros)
 	}
 	if r.ReplayPerSec > 0 {
 		row(fmt.Sprintf("replay, %d events", r.ReplayEvents), fmt.Sprintf("%.0f ev/s = %.2fx raw", r.ReplayPerSec, r.ReplayPerSec/r.RawConsumePerSec),
@@ -419,14 +427,23 @@ func benchSubmit(ctx context.Context, e *env, o *benchOpts, dir string, n int, r
 	}
 	defer sys.close()
 	defer func() { cancel(); _ = g.Wait() }()
-	if r.SubmitPerSec, err = submitMany(ctx, sys.ingest, n, 64); err != nil {
+	if r.SubmitPerSec, r.SubmitCPUMicros, err = cpuPerJob(n, func() (float64, error) { return submitMany(ctx, sys.ingest, n, 64) }); err != nil {
 		return err
 	}
-	if r.BulkSubmitPerSec, err = submitBulkRate(ctx, sys.ingest, n, 1000, 4); err != nil {
+	if r.BulkSubmitPerSec, r.BulkCPUMicros, err = cpuPerJob(n, func() (float64, error) { return submitBulkRate(ctx, sys.ingest, n, 1000, 4) }); err != nil {
 		return err
 	}
-	r.RawAppendPerSec, err = rawAppends(ctx, sys.bus.JS, n)
+	r.RawAppendPerSec, r.RawAppendCPUMicros, err = rawAppends(ctx, sys.bus.JS, n)
 	return err
+}
+
+// cpuPerJob runs one rate measurement of n jobs and adds the process's CPU per job
+// during it.
+func cpuPerJob(n int, run func() (float64, error)) (rate, micros float64, err error) {
+	before, _ := cpuTimes()
+	rate, err = run()
+	after, _ := cpuTimes()
+	return rate, float64((after - before).Microseconds()) / float64(n), err
 }
 
 // submitBulkRate submits n /bin/true jobs in bulk requests of size from conc goroutines.
@@ -462,25 +479,27 @@ func submitBulkRate(ctx context.Context, svc *ingest.Service, n, size, conc int)
 
 // rawAppends is the yardstick of durable submission: n submitted events, encoded
 // beforehand, appended conditionally (no earlier event of the job) with their message
-// IDs, pipelined in windows of 512 from 4 goroutines, each acknowledged by the stream.
-func rawAppends(ctx context.Context, js jetstream.JetStream, n int) (float64, error) {
+// IDs, pipelined in windows of 512 from 4 goroutines, each acknowledged by the stream;
+// with the process's CPU per append (the encoding beforehand left out).
+func rawAppends(ctx context.Context, js jetstream.JetStream, n int) (rate, cpuMicros float64, err error) {
 	msgs := make([]*nats.Msg, n)
 	ids := make([]string, n)
 	for i := range msgs {
 		id := events.NewID()
 		e, err := events.New(id, events.Submitted, "", time.Now(), events.Job{ID: id, Executable: "/bin/true", Submitter: "bench"})
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		e.Source = "bench"
 		body, err := e.Encode()
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		msgs[i], ids[i] = &nats.Msg{Subject: events.Subject(id, events.Submitted, ""), Data: body, Header: nats.Header{}}, e.ID
 	}
 	var next atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
+	cpu0, _ := cpuTimes()
 	start := time.Now()
 	for range 4 {
 		g.Go(func() error {
@@ -513,9 +532,11 @@ func rawAppends(ctx context.Context, js jetstream.JetStream, n int) (float64, er
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return float64(n) / time.Since(start).Seconds(), nil
+	rate = float64(n) / time.Since(start).Seconds()
+	cpu1, _ := cpuTimes()
+	return rate, float64((cpu1 - cpu0).Microseconds()) / float64(n), nil
 }
 
 func submitMany(ctx context.Context, svc *ingest.Service, n, conc int) (float64, error) {
