@@ -143,9 +143,7 @@ func (s *Service) ServeBulk(w http.ResponseWriter, r *http.Request) {
 			subs[i].File = fmt.Sprintf("(item %d)", i)
 		}
 	}
-	httpapi.WriteJSON(w, http.StatusOK, struct {
-		Results []Result `json:"results"`
-	}{s.SubmitAll(r.Context(), subs)})
+	writeResults(w, s.SubmitAll(r.Context(), subs))
 }
 
 // ParseBulk reads a bulk body: a JSON array of items when its first non-space byte is

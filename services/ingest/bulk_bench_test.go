@@ -2,6 +2,8 @@ package ingest
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"runtime/metrics"
 	"sync"
 	"syscall"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/events/eventstest"
+	"github.com/gridwire/gridwire/pkg/httpapi"
 )
 
 // BenchmarkSubmitOneAtATime and BenchmarkSubmitBulk submit b.N small v3 jobs against an
@@ -128,5 +131,35 @@ func BenchmarkSubmitPrepare(b *testing.B) {
 		if _, err := svc.prepare(ctx, sub); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkBulkResults writes the answer to a bulk submission of 1,000 accepted items
+// (one job each) directly (writeResults) and with httpapi.WriteJSON, the yardstick;
+// per item.
+func BenchmarkBulkResults(b *testing.B) {
+	results := make([]Result, 1000)
+	for i := range results {
+		results[i] = Result{Index: i, Status: http.StatusCreated, Jobs: []string{events.NewID()}}
+	}
+	for _, c := range []struct {
+		name  string
+		write func(http.ResponseWriter)
+	}{
+		{"direct", func(w http.ResponseWriter) { writeResults(w, results) }},
+		{"WriteJSON", func(w http.ResponseWriter) {
+			httpapi.WriteJSON(w, http.StatusOK, struct {
+				Results []Result `json:"results"`
+			}{results})
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			defer reportCPU(b)()
+			for b.Loop() {
+				c.write(httptest.NewRecorder())
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(results)), "ns/item")
+		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/events/eventstest"
+	"github.com/gridwire/gridwire/pkg/httpapi"
 )
 
 // A bulk submission answers every item on its own: accepted ones with their jobs (each
@@ -165,6 +166,36 @@ func TestBulkSubmissionRelaxesTheCollector(t *testing.T) {
 		}
 		if p := debug.SetGCPercent(100); p != 100 || debug.SetMemoryLimit(-1) != math.MaxInt64 {
 			t.Errorf("%d items: GOGC %d, limit %d after", c.items, p, debug.SetMemoryLimit(-1))
+		}
+	}
+}
+
+// The bulk answer is written as httpapi.WriteJSON writes it, byte for byte: accepted
+// items directly, and items with an error, odd IDs or none by encoding/json.
+func TestWriteResultsMatchesWriteJSON(t *testing.T) {
+	id := events.NewID()
+	cases := [][]Result{
+		nil,
+		{},
+		{{Index: 0, Status: 201, Jobs: []string{id}}},
+		{{Index: 0, Status: 201, Jobs: []string{id, id, id}, Parent: id}, {Index: 1, Status: 201, Jobs: []string{}},
+			{Index: 2, Status: 400, Error: httpapi.Errorf(400, "invalid_description", "a.json:1:2: x: <bad> & \"quoted\"\n")},
+			{Index: 3, Status: 201, Jobs: []string{"a<b", "é\u2028"}}, {Index: 4, Status: 201, Parent: "p\x00"},
+			{Index: 5, Status: 500, Jobs: []string{id}, Error: &httpapi.Error{Status: 500, Code: "c", Detail: "d", Details: []string{"e", "f"}}},
+			{Index: -1, Status: 0}},
+	}
+	for i, results := range cases {
+		want := httptest.NewRecorder()
+		httpapi.WriteJSON(want, http.StatusOK, struct {
+			Results []Result `json:"results"`
+		}{results})
+		got := httptest.NewRecorder()
+		writeResults(got, results)
+		if got.Code != want.Code || got.Header().Get("Content-Type") != want.Header().Get("Content-Type") {
+			t.Errorf("case %d: status %d, %q; want %d, %q", i, got.Code, got.Header().Get("Content-Type"), want.Code, want.Header().Get("Content-Type"))
+		}
+		if d := cmp.Diff(want.Body.String(), got.Body.String()); d != "" {
+			t.Errorf("case %d (-WriteJSON +writeResults):\n%s", i, d)
 		}
 	}
 }
