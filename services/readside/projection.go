@@ -302,7 +302,7 @@ func (t *Table) Select(q Query) Page {
 	}
 	for i := start; i != end && i >= 0 && i < len(ids); i += step {
 		r := t.rows[ids[i]]
-		if !q.matches(r) {
+		if !q.matches(&r) {
 			continue
 		}
 		if len(p.Jobs) == q.Limit {
@@ -315,7 +315,7 @@ func (t *Table) Select(q Query) Page {
 	return p
 }
 
-func (q Query) matches(r row) bool {
+func (q Query) matches(r *row) bool {
 	switch {
 	case len(q.States) > 0 && !slices.Contains(q.States, r.st.Status):
 		return false

@@ -9,7 +9,7 @@ import (
 
 // matchesText reports whether the row's ID, name, submitter, reason or cluster holds
 // text, in any case.
-func matchesText(r row, text string) bool {
+func matchesText(r *row, text string) bool {
 	if containsFold(r.st.JobID, text) || containsFold(r.st.Reason, text) || containsFold(r.st.Cluster, text) {
 		return true
 	}
@@ -29,7 +29,10 @@ func containsFold(s, sub string) bool {
 
 // summarise fills in what a page says of the whole query: its total, the counts by state
 // (the state filter left out), the clusters, and how many jobs each group on the page has.
-// One pass over the table, under the caller's read lock.
+// One pass over the table, under the caller's read lock. A table has a handful of states
+// and clusters among any number of rows, so the pass counts states in a short list and
+// notes a cluster only when it differs from the last row's: no map is written per row
+// (at a million rows those writes were most of a page's cost).
 func (t *Table) summarise(q Query, p *Page) {
 	groups := map[string]int{}
 	for _, v := range p.Jobs {
@@ -39,24 +42,29 @@ func (t *Table) summarise(q Query, p *Page) {
 	}
 	anyState := q
 	anyState.States = nil
-	p.Counts = map[events.Status]int{}
+	var counts tally
 	clusters := map[string]bool{}
+	lastCluster := ""
 	for _, r := range t.rows {
-		if r.hasJob && r.job.parent != "" {
+		if r.hasJob && r.job.parent != "" && len(groups) > 0 {
 			if _, ok := groups[r.job.parent]; ok {
 				groups[r.job.parent]++
 			}
 		}
-		if !anyState.matches(r) {
+		if !anyState.matches(&r) {
 			continue
 		}
-		p.Counts[r.st.Status]++
-		if r.st.Cluster != "" {
-			clusters[r.st.Cluster] = true
+		counts.add(r.st.Status)
+		if c := r.st.Cluster; c != "" && c != lastCluster {
+			clusters[c], lastCluster = true, c
 		}
 		if len(q.States) == 0 || slices.Contains(q.States, r.st.Status) {
 			p.Total++
 		}
+	}
+	p.Counts = make(map[events.Status]int, len(counts))
+	for _, c := range counts {
+		p.Counts[c.status] += c.n
 	}
 	for c := range clusters {
 		p.Clusters = append(p.Clusters, c)
@@ -67,4 +75,23 @@ func (t *Table) summarise(q Query, p *Page) {
 			p.Jobs[i].Children = n
 		}
 	}
+}
+
+// tally counts rows by state in a list as long as the states seen.
+type tally []struct {
+	status events.Status
+	n      int
+}
+
+func (t *tally) add(s events.Status) {
+	for i := range *t {
+		if (*t)[i].status == s {
+			(*t)[i].n++
+			return
+		}
+	}
+	*t = append(*t, struct {
+		status events.Status
+		n      int
+	}{s, 1})
 }
