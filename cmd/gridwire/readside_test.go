@@ -125,9 +125,17 @@ func TestServeWithTokens(t *testing.T) {
 	if err != nil || len(evs) == 0 || evs[0].Name != events.Submitted || evs[0].Principal != "alice" {
 		t.Fatalf("history %v (%v): the submission is not recorded as alice's", evs, err)
 	}
-	if code, body := request(t, "GET", server+"/metrics", reader, nil); code != 200 ||
-		!strings.Contains(body, `gridwire_event_append_seconds_count{event="submitted",service="ingest"}`) {
-		t.Errorf("metrics: %d\n%s", code, body)
+	// The append latency is observed when the projector folds the event, which may come
+	// after submit --wait has seen the job end on the event stream: wait for it.
+	const want = `gridwire_event_append_seconds_count{event="submitted",service="ingest"}`
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		code, body := request(t, "GET", server+"/metrics", reader, nil)
+		if code == 200 && strings.Contains(body, want) {
+			break
+		}
+		if code != 200 || time.Now().After(deadline) {
+			t.Fatalf("metrics: %d, no %s after 30 s\n%s", code, want, body)
+		}
 	}
 }
 
