@@ -250,7 +250,7 @@ func fillChunk(ctx context.Context, js jetstream.JetStream, tmpl []events.Event,
 // as the latencies do), and the memory after the reads and after --settle.
 type scaleRow struct {
 	CaughtUp      heapSplit `json:"heap_caught_up"`
-	ReadCPUMicros float64   `json:"read_cpu_us_per_job"` // a job read, its events read and the yardstick's direct get
+	ReadCPUMicros float64   `json:"read_cpu_us_per_job"` // a job read, its events read and the yardsticks (a direct get, another job's walk)
 	AfterReads    memoryAt  `json:"after_reads"`
 	Settled       memoryAt  `json:"settled,omitzero"`
 }
@@ -288,7 +288,7 @@ func printScale(w io.Writer, s *scaleRow) {
 		return fmt.Sprintf("NATS server %.0f MiB (its subject trees %.0f), gridwire %.0f MiB", h.ServerMiB, h.SubjectTreesMiB, h.GridwireMiB)
 	}
 	fmt.Fprintf(w, "  Go heap once caught up: %s\n", split(s.CaughtUp))
-	fmt.Fprintf(w, "  CPU of the process per job read (job, its events, a direct get): %.0f us\n", s.ReadCPUMicros)
+	fmt.Fprintf(w, "  CPU of the process per job read (job, its events, a direct get, the store's walk of another): %.0f us\n", s.ReadCPUMicros)
 	fmt.Fprintf(w, "  after the reads: RSS %.0f MiB, heap %.0f MiB: %s\n", s.AfterReads.RSSMiB, s.AfterReads.HeapMiB, split(s.AfterReads.Split))
 	if s.Settled.RSSMiB > 0 {
 		fmt.Fprintf(w, "  settled (--settle): RSS %.0f MiB, heap %.0f MiB: %s\n", s.Settled.RSSMiB, s.Settled.HeapMiB, split(s.Settled.Split))
