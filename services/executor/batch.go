@@ -94,20 +94,37 @@ func (b *startBatcher) drop(c *startCall) {
 	}
 }
 
+// launchLinger is how long a loop whose script has every START under way still waits
+// for the script's end before it goes on to the next batch. STARTs that end at once (a
+// fork-like START, a batch server that answers quickly) end their script within it, so
+// the next batch gathers the jobs that came meanwhile and a start costs its share of
+// one shell, as when a loop waited for its script; a slow submission frees the loop
+// after it, so the jobs that came meanwhile do not wait for it.
+const launchLinger = 100 * time.Millisecond
+
 // loop runs start scripts while jobs are pending, then ends. It goes on to the next
-// batch as soon as every START of its script is under way (a batch target's STARTs run
-// in the background; what is left of the script is waiting for them and reporting),
-// so the jobs that came meanwhile do not wait for the slowest submission of the last
-// batch; the script goes on in its own goroutine until it ends.
+// batch when its script ends, or launchLinger after every START of the script is under
+// way (a batch target's STARTs run in the background; what is left of the script is
+// waiting for them and reporting each), whichever comes first; the script then goes on
+// in its own goroutine until it ends.
 func (b *startBatcher) loop() {
 	for {
 		calls := b.take()
 		if calls == nil {
 			return
 		}
-		launched := make(chan struct{})
-		go b.run(calls, sync.OnceFunc(func() { close(launched) }))
+		launched, ended := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(ended)
+			b.run(calls, sync.OnceFunc(func() { close(launched) }))
+		}()
 		<-launched
+		linger := time.NewTimer(launchLinger)
+		select {
+		case <-ended:
+		case <-linger.C:
+		}
+		linger.Stop()
 	}
 }
 

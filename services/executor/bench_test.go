@@ -180,18 +180,22 @@ func BenchmarkScriptStarts(b *testing.B) {
 		for _, workers := range []int{8, 32} {
 			b.Run(fmt.Sprintf("shell=%s/workers=%d", shell, workers), func(b *testing.B) {
 				tg := scriptStartsTarget(b, shell)
+				sh := &countingShell{Shell: tg.Shells[0]}
+				tg.Shells[0] = sh
 				const n = 1000
 				for i := 0; i < b.N; i++ {
+					sh.feeds.Store(0)
 					rate, cpu := scriptStarts(b, tg, n, workers)
 					b.ReportMetric(rate, "starts/s")
 					b.ReportMetric(float64(cpu.Microseconds())/1000/n, "cpu-ms/start")
+					b.ReportMetric(float64(n)/float64(sh.feeds.Load()), "starts/script")
 				}
 			})
 		}
 	}
 }
 
-func scriptStartsTarget(b *testing.B, shell string) Target {
+func scriptStartsTarget(b *testing.B, shell string) *ScriptTarget {
 	if shell == "local" {
 		return &ScriptTarget{Cluster: "hpc", Shells: []Shell{target.Local{}}, Batch: true}
 	}
@@ -206,7 +210,7 @@ func scriptStartsTarget(b *testing.B, shell string) Target {
 		b.Fatal(err)
 	}
 	b.Cleanup(closeFn)
-	return tg
+	return tg.(*ScriptTarget)
 }
 
 // scriptStarts starts n jobs, workers at a time, and returns starts/s and the CPU spent.
