@@ -133,7 +133,12 @@ func TestReconnectSameIDs(t *testing.T) {
 	_, err = first.Must(wait, ptpwire.CmdSubmitJob, "jobSubId=a", "execName=true")
 	must(t, err)
 	h.run(h.lastJob())
-	must(t, first.Wait(wait, "job", func(c *ptptest.Client) bool { return c.BySubID["a"] != "" }))
+	// Wait for the job to be running (its processes known), so both sessions see it in
+	// the same state: a snapshot taken as the job first appears can miss its processes.
+	must(t, first.Wait(wait, "job running", func(c *ptptest.Client) bool {
+		j, ok := c.Jobs[c.BySubID["a"]]
+		return ok && j.Attrs["jobState"] == StateRunning
+	}))
 	j1, _ := first.Job("a")
 	first.Close()
 
@@ -141,7 +146,10 @@ func TestReconnectSameIDs(t *testing.T) {
 	must(t, err)
 	defer again.Close()
 	must(t, again.Handshake(wait, 500))
-	must(t, again.Wait(wait, "the job again", func(c *ptptest.Client) bool { _, ok := c.Jobs[j1.ID]; return ok }))
+	must(t, again.Wait(wait, "the job again, running", func(c *ptptest.Client) bool {
+		j, ok := c.Jobs[j1.ID]
+		return ok && j.Attrs["jobState"] == StateRunning
+	}))
 	j2, _ := again.JobByID(j1.ID)
 	if j2.Attrs["gridwireJobId"] != j1.Attrs["gridwireJobId"] || j2.Procs.String() != j1.Procs.String() {
 		t.Fatalf("reconnect: %v %s, first %v %s", j2.Attrs, j2.Procs, j1.Attrs, j1.Procs)
