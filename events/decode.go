@@ -2,6 +2,7 @@ package events
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"net/url"
@@ -374,14 +375,32 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
+// specialByte reports whether a word of eight bytes holds a quote, a backslash or a
+// control character (below 0x20): each test is exact for "any byte" (a byte that is
+// 0x80 or above never borrows).
+func specialByte(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	quote, backslash := w^(ones*'"'), w^(ones*'\\')
+	return ((quote-ones)&^quote|(backslash-ones)&^backslash|(w-ones*0x20)&^w)&highs != 0
+}
+
 // scanString reads a JSON string at b[i] without escapes (an escape is rare in gridwire's
 // attributes and goes to the slow path); it returns the string's bytes.
 func scanString(b []byte, i int) ([]byte, int, error) {
 	if i >= len(b) || b[i] != '"' {
 		return nil, i, errSlowPath
 	}
-	var high byte // the bits of every byte: UTF-8 needs checking only past ASCII
-	for j := i + 1; j < len(b); j++ {
+	j := i + 1
+	var words uint64 // the bits of every word read whole: UTF-8 needs checking only past ASCII
+	for ; j+8 <= len(b); j += 8 {
+		w := binary.LittleEndian.Uint64(b[j:])
+		if specialByte(w) {
+			break
+		}
+		words |= w
+	}
+	high := byte(words>>56 | words>>48 | words>>40 | words>>32 | words>>24 | words>>16 | words>>8 | words)
+	for ; j < len(b); j++ {
 		c := b[j]
 		if plainInString[c] {
 			high |= c

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -205,4 +206,34 @@ func FuzzParseTime(f *testing.F) {
 	f.Add("2024-02-29T23:59:59Z")
 	f.Add("2026-11-23T10:47:11.10Z")
 	f.Fuzz(func(t *testing.T, s string) { checkParseTime(t, s) })
+}
+
+// scanString reads eight bytes at a time: a quote, a backslash, a control character or a
+// byte past ASCII at any place of a long string is seen as a byte-at-a-time scan sees it.
+func TestScanStringEveryPlace(t *testing.T) {
+	plain := []byte("gridwire/executor/host-1.example.org:4222/x")
+	reference := func(b []byte) ([]byte, int, bool) {
+		for j := 1; j < len(b); j++ {
+			switch c := b[j]; {
+			case c == '"':
+				return b[1:j], j + 1, utf8.Valid(b[1:j])
+			case c == '\\' || c < 0x20:
+				return nil, j, false
+			}
+		}
+		return nil, len(b), false
+	}
+	for at := range plain {
+		for _, c := range []byte{'"', '\\', 0, 0x1f, 0x20, 0x7f, 0x80, 0xc3, 0xe9, 0xff} {
+			s := append([]byte{'"'}, plain...)
+			s[1+at] = c
+			for _, body := range [][]byte{s, append(s, '"'), append(append([]byte{}, s...), `","x":1}`...)} {
+				want, wantEnd, wantOK := reference(body)
+				got, end, err := scanString(body, 0)
+				if (err == nil) != wantOK || wantOK && (string(got) != string(want) || end != wantEnd) {
+					t.Fatalf("scanString(%q) = %q %d %v, want %q %d %v", body, got, end, err, want, wantEnd, wantOK)
+				}
+			}
+		}
+	}
 }
