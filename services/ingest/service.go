@@ -104,6 +104,8 @@ type Service struct {
 	cfg    Config
 	deps   Deps
 	fields *fieldCache // the job types' fields, for validateJob
+	// creates stores concurrent single-job submissions' events together (coalesce.go).
+	creates *createQueue
 }
 
 // New returns a Service.
@@ -123,7 +125,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	if cfg.Queue == "" {
 		cfg.Queue = "ingest"
 	}
-	return &Service{cfg: cfg, deps: deps, fields: &fieldCache{}}, nil
+	return &Service{cfg: cfg, deps: deps, fields: &fieldCache{}, creates: &createQueue{}}, nil
 }
 
 // Run serves the NATS request endpoints (submissions, and external events when
@@ -223,6 +225,14 @@ func (s *Service) Submit(ctx context.Context, sub Submission) (Accepted, error) 
 		return Accepted{}, err
 	}
 	acc := p.accepted()
+	if bs, ok := s.deps.Store.(BulkStore); ok && len(p.events) == 1 {
+		// One job: stored with the events of the submissions arriving with it.
+		if err := s.creates.create(ctx, bs, p.events[0]); p.failed(err) {
+			acc.Jobs = acc.Jobs[:0]
+			return acc, fmt.Errorf("storing job %s: %w", p.events[0].JobID, err)
+		}
+		return acc, nil
+	}
 	for i, e := range p.events {
 		if _, err := s.deps.Store.Create(ctx, e); p.failed(err) {
 			acc.Jobs = acc.Jobs[:i]

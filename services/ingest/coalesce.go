@@ -1,0 +1,82 @@
+package ingest
+
+import (
+	"context"
+	"sync"
+
+	"github.com/gridwire/gridwire/events"
+)
+
+// createQueue stores the first events of concurrent single-job submissions together:
+// the first submission to arrive stores its event at once, alone (events.Store.CreateAll
+// of one); those that arrive while it is being stored queue, and the first of them
+// stores the whole queue with one CreateAll, pipelined and signed in batches, while the
+// next ones queue behind it. No submission waits for a batch to fill, and every one is
+// answered only once its own event is acknowledged (or has failed), as Create answers
+// it: each append is still conditional on its job having no events. One job a request
+// from many clients then costs about what a bulk submission does a job, instead of a
+// round trip, an acknowledgement and a signature of its own.
+type createQueue struct {
+	mu      sync.Mutex
+	waiting []*queuedCreate
+	storing bool
+}
+
+// queuedCreate is one submission's event, and its outcome once stored. wake is sent
+// once: when the event is stored (err its outcome), or when it is this submission's turn
+// to store the queue (lead).
+type queuedCreate struct {
+	event events.Event
+	err   error
+	lead  bool
+	wake  chan struct{}
+}
+
+// create stores e through bs, with whatever other submissions' events queue with it.
+// Each submitter that stores a batch stores one, its own event in it, then hands the
+// queue to the first submitter waiting in it, so none is kept storing others' events.
+// A caller whose context ends still waits for its event's outcome (a bounded wait: the
+// store's own timeouts), so that an event stored is never reported lost; a batch is
+// stored under a context that one caller's cancellation does not end.
+func (q *createQueue) create(ctx context.Context, bs BulkStore, e events.Event) error {
+	me := &queuedCreate{event: e, wake: make(chan struct{}, 1)}
+	q.mu.Lock()
+	q.waiting = append(q.waiting, me)
+	lead := !q.storing
+	q.storing = true
+	q.mu.Unlock()
+	if !lead {
+		if <-me.wake; !me.lead {
+			return me.err
+		}
+	}
+	q.mu.Lock()
+	batch := q.waiting
+	q.waiting = nil
+	q.mu.Unlock()
+	q.store(context.WithoutCancel(ctx), bs, batch)
+	q.mu.Lock()
+	if len(q.waiting) == 0 {
+		q.storing = false
+		q.mu.Unlock()
+		return me.err
+	}
+	next := q.waiting[0]
+	next.lead = true
+	q.mu.Unlock()
+	next.wake <- struct{}{}
+	return me.err
+}
+
+// store appends a batch and answers each of its submissions.
+func (q *createQueue) store(ctx context.Context, bs BulkStore, batch []*queuedCreate) {
+	evs := make([]events.Event, len(batch))
+	for i, c := range batch {
+		evs[i] = c.event
+	}
+	_, errs := bs.CreateAll(ctx, evs)
+	for i, c := range batch {
+		c.err = errs[i]
+		c.wake <- struct{}{}
+	}
+}
