@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/gridwire/gridwire/events"
@@ -54,29 +55,45 @@ func (q *createQueue) create(ctx context.Context, bs BulkStore, e events.Event) 
 	batch := q.waiting
 	q.waiting = nil
 	q.mu.Unlock()
+	defer q.handOn() // even if the store panics: the queue must not stall
 	q.store(context.WithoutCancel(ctx), bs, batch)
+	return me.err
+}
+
+// handOn gives the queue to the first submission waiting in it, or marks it idle.
+func (q *createQueue) handOn() {
 	q.mu.Lock()
 	if len(q.waiting) == 0 {
 		q.storing = false
 		q.mu.Unlock()
-		return me.err
+		return
 	}
 	next := q.waiting[0]
 	next.lead = true
 	q.mu.Unlock()
 	next.wake <- struct{}{}
-	return me.err
 }
 
-// store appends a batch and answers each of its submissions.
+// errNotStored answers the submissions of a batch the store gave no outcome for (it
+// panicked).
+var errNotStored = errors.New("ingest: the store gave no outcome for this job")
+
+// store appends a batch and answers each of its submissions, every one even when the
+// store panics.
 func (q *createQueue) store(ctx context.Context, bs BulkStore, batch []*queuedCreate) {
+	var errs []error
+	defer func() {
+		for i, c := range batch {
+			c.err = errNotStored
+			if i < len(errs) {
+				c.err = errs[i]
+			}
+			c.wake <- struct{}{}
+		}
+	}()
 	evs := make([]events.Event, len(batch))
 	for i, c := range batch {
 		evs[i] = c.event
 	}
-	_, errs := bs.CreateAll(ctx, evs)
-	for i, c := range batch {
-		c.err = errs[i]
-		c.wake <- struct{}{}
-	}
+	_, errs = bs.CreateAll(ctx, evs)
 }

@@ -130,3 +130,42 @@ func TestSubmitsArrivingTogetherShareOneCreateAll(t *testing.T) {
 		t.Fatalf("%d refused, %d stored in batches %v; want 1 refused, %d stored in [1 %d]", refused, len(store.created), store.batches, n, n)
 	}
 }
+
+// panicStore panics in its first CreateAll.
+type panicStore struct {
+	memStore
+	calls int
+}
+
+func (p *panicStore) CreateAll(ctx context.Context, evs []events.Event) ([]uint64, []error) {
+	if p.calls++; p.calls == 1 {
+		panic("store failed")
+	}
+	errs := make([]error, len(evs))
+	for i, e := range evs {
+		_, errs[i] = p.Create(ctx, e)
+	}
+	return make([]uint64, len(evs)), errs
+}
+
+// A store that panics (net/http recovers a handler's panic, and the process goes on)
+// fails that submission and leaves the queue working for the next.
+func TestSubmitQueueSurvivesAPanickingStore(t *testing.T) {
+	store := &panicStore{}
+	svc, err := New(Config{}, Deps{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := Submission{File: "a.json", Data: []byte(`{"version":3,"executable":"/bin/true"}`)}
+	func() {
+		defer func() {
+			if r := recover(); r == nil {
+				t.Error("the store's panic did not reach the submitter")
+			}
+		}()
+		_, _ = svc.Submit(t.Context(), sub)
+	}()
+	if _, err := svc.Submit(t.Context(), sub); err != nil || len(store.created) != 1 {
+		t.Fatalf("after a panic: %v, %d stored", err, len(store.created))
+	}
+}
