@@ -12,6 +12,7 @@ import (
 
 	"github.com/gridwire/gridwire/pkg/bus"
 	"github.com/gridwire/gridwire/pkg/dirlock"
+	"github.com/gridwire/gridwire/pkg/proctest"
 	"github.com/nats-io/nats.go"
 )
 
@@ -27,7 +28,10 @@ func startServe(t *testing.T, getenv func(string) string, args ...string) string
 			getenv, &strings.Builder{}, &strings.Builder{})
 		served <- err
 	}()
-	t.Cleanup(func() { cancel(); <-served })
+	// Jobs still running when the test ends (under the test's scratch directories, where
+	// its data directory is) are ended with it rather than left on the machine.
+	scratch := filepath.Dir(t.TempDir())
+	t.Cleanup(func() { cancel(); <-served; proctest.KillSessionsNaming(scratch) })
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if c, err := net.Dial("tcp", addr); err == nil {

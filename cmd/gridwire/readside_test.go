@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/proctest"
 	"github.com/gridwire/gridwire/services/readside"
 )
 
@@ -38,6 +39,7 @@ func serveCLI(t *testing.T, args ...string) string {
 		case <-time.After(20 * time.Second):
 			t.Error("serve did not stop")
 		}
+		proctest.KillSessionsNaming(dir) // a job still running is ended with the test
 	})
 	deadline := time.Now().Add(20 * time.Second)
 	for {
