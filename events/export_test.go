@@ -11,21 +11,16 @@ func SignShared(k *SigningKey, e *Event) { k.signShared(e) }
 // until done is closed: the callers finished without queuing) and then ends the held
 // signature: the queued events are signed together.
 func HoldSigning(k *SigningKey) (release func(n int, done <-chan struct{})) {
-	g := &k.group
-	g.mu.Lock()
-	g.busy = true
-	g.mu.Unlock()
+	end := k.group.Hold()
 	return func(n int, done <-chan struct{}) {
 		for queued := 0; queued < n; {
 			select {
 			case <-done:
 				queued = n
 			case <-time.After(time.Millisecond):
-				g.mu.Lock()
-				queued = len(g.waiting)
-				g.mu.Unlock()
+				queued = k.group.Waiting()
 			}
 		}
-		g.handOff()
+		end()
 	}
 }

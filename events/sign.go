@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gridwire/gridwire/pkg/groupcommit"
 	"github.com/nats-io/nkeys"
 )
 
@@ -145,7 +146,7 @@ type SigningKey struct {
 	grant Grant
 	pub   string
 	priv  ed25519.PrivateKey
-	group signGroup // a store's single appends signed at the same moment (groupsign.go)
+	group groupcommit.Queue[*signJob] // a store's single appends signed at the same moment (groupsign.go)
 }
 
 // NewSeed makes a fresh user nkey seed ("SU...") for a signing key.

@@ -3,9 +3,9 @@ package ingest
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/groupcommit"
 )
 
 // createQueue stores the first events of concurrent single-job submissions together:
@@ -18,19 +18,13 @@ import (
 // from many clients then costs about what a bulk submission does a job, instead of a
 // round trip, an acknowledgement and a signature of its own.
 type createQueue struct {
-	mu      sync.Mutex
-	waiting []*queuedCreate
-	storing bool
+	q groupcommit.Queue[*queuedCreate]
 }
 
-// queuedCreate is one submission's event, and its outcome once stored. wake is sent
-// once: when the event is stored (err its outcome), or when it is this submission's turn
-// to store the queue (lead).
+// queuedCreate is one submission's event, and its outcome once stored.
 type queuedCreate struct {
 	event events.Event
 	err   error
-	lead  bool
-	wake  chan struct{}
 }
 
 // create stores e through bs, with whatever other submissions' events queue with it.
@@ -40,38 +34,9 @@ type queuedCreate struct {
 // store's own timeouts), so that an event stored is never reported lost; a batch is
 // stored under a context that one caller's cancellation does not end.
 func (q *createQueue) create(ctx context.Context, bs BulkStore, e events.Event) error {
-	me := &queuedCreate{event: e, wake: make(chan struct{}, 1)}
-	q.mu.Lock()
-	q.waiting = append(q.waiting, me)
-	lead := !q.storing
-	q.storing = true
-	q.mu.Unlock()
-	if !lead {
-		if <-me.wake; !me.lead {
-			return me.err
-		}
-	}
-	q.mu.Lock()
-	batch := q.waiting
-	q.waiting = nil
-	q.mu.Unlock()
-	defer q.handOn() // even if the store panics: the queue must not stall
-	q.store(context.WithoutCancel(ctx), bs, batch)
+	me := &queuedCreate{event: e}
+	q.q.Do(me, 0, func(batch []*queuedCreate) { q.store(context.WithoutCancel(ctx), bs, batch) })
 	return me.err
-}
-
-// handOn gives the queue to the first submission waiting in it, or marks it idle.
-func (q *createQueue) handOn() {
-	q.mu.Lock()
-	if len(q.waiting) == 0 {
-		q.storing = false
-		q.mu.Unlock()
-		return
-	}
-	next := q.waiting[0]
-	next.lead = true
-	q.mu.Unlock()
-	next.wake <- struct{}{}
 }
 
 // errNotStored answers the submissions of a batch the store gave no outcome for (it
@@ -88,7 +53,6 @@ func (q *createQueue) store(ctx context.Context, bs BulkStore, batch []*queuedCr
 			if i < len(errs) {
 				c.err = errs[i]
 			}
-			c.wake <- struct{}{}
 		}
 	}()
 	evs := make([]events.Event, len(batch))

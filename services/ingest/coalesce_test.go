@@ -110,9 +110,7 @@ func TestSubmitsArrivingTogetherShareOneCreateAll(t *testing.T) {
 		go func() { errs <- submit(who) }()
 	}
 	for queued := 0; queued < n; runtime.Gosched() {
-		svc.creates.mu.Lock()
-		queued = len(svc.creates.waiting)
-		svc.creates.mu.Unlock()
+		queued = svc.creates.q.Waiting()
 	}
 	close(store.release)
 	if err := <-first; err != nil {
