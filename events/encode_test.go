@@ -101,11 +101,59 @@ func TestEncodeMatchesSDK(t *testing.T) {
 // SDK, with their data's bytes as written; and Encode now writes each of them as it wrote
 // it then except the data member: "data_base64":"<base64>" becomes "data":<the bytes>.
 func TestEncodeKeepsStoredBodies(t *testing.T) {
+	n := 0
+	eachRecordedBody(t, func(file string, i int, old []byte) {
+		b64 := oldData.FindSubmatch(old)
+		if b64 == nil {
+			t.Fatalf("%s:%d: a stored body without data_base64: %s", file, i+1, old)
+		}
+		data, err := base64.StdEncoding.DecodeString(string(b64[1]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := scanEnvelope(old)
+		if err != nil {
+			t.Fatalf("%s:%d: the fast path refuses a stored body: %v\n%s", file, i+1, err, old)
+		}
+		sdk, err := decodeSDK(old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(sdk, e); d != "" {
+			t.Fatalf("%s:%d: decoders differ (-SDK +fast):\n%s", file, i+1, d)
+		}
+		if !bytes.Equal(e.Data, data) {
+			t.Fatalf("%s:%d: data decoded as %s, stored %s", file, i+1, e.Data, data)
+		}
+		if _, ok := e.appendEnvelope(nil); !ok {
+			t.Fatalf("%s:%d: the direct writer leaves a stored event to the SDK:\n%s", file, i+1, old)
+		}
+		again, err := e.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := old
+		if jsonData(data) {
+			want = bytes.Replace(old, b64[0], append([]byte(`"data":`), data...), 1)
+		}
+		if !bytes.Equal(again, want) {
+			t.Fatalf("%s:%d: re-encoded\n%s\nwant\n%s", file, i+1, again, want)
+		}
+		n++
+	})
+	if n < 100 {
+		t.Fatalf("only %d stored bodies in the fixtures", n)
+	}
+}
+
+// eachRecordedBody calls fn with each stored event body of the recorded replay fixtures,
+// with its file and line index.
+func eachRecordedBody(t *testing.T, fn func(file string, i int, body []byte)) {
+	t.Helper()
 	files, err := filepath.Glob("testdata/replay/v1/*.jsonl")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no replay fixtures (%v)", err)
 	}
-	n := 0
 	for _, file := range files {
 		raw, err := os.ReadFile(file)
 		if err != nil {
@@ -118,48 +166,8 @@ func TestEncodeKeepsStoredBodies(t *testing.T) {
 			if err := json.Unmarshal(line, &msg); err != nil {
 				t.Fatalf("%s:%d: %v", file, i+1, err)
 			}
-			old := []byte(msg.Event)
-			b64 := oldData.FindSubmatch(old)
-			if b64 == nil {
-				t.Fatalf("%s:%d: a stored body without data_base64: %s", file, i+1, old)
-			}
-			data, err := base64.StdEncoding.DecodeString(string(b64[1]))
-			if err != nil {
-				t.Fatal(err)
-			}
-			e, err := scanEnvelope(old)
-			if err != nil {
-				t.Fatalf("%s:%d: the fast path refuses a stored body: %v\n%s", file, i+1, err, old)
-			}
-			sdk, err := decodeSDK(old)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := cmp.Diff(sdk, e); d != "" {
-				t.Fatalf("%s:%d: decoders differ (-SDK +fast):\n%s", file, i+1, d)
-			}
-			if !bytes.Equal(e.Data, data) {
-				t.Fatalf("%s:%d: data decoded as %s, stored %s", file, i+1, e.Data, data)
-			}
-			if _, ok := e.appendEnvelope(nil); !ok {
-				t.Fatalf("%s:%d: the direct writer leaves a stored event to the SDK:\n%s", file, i+1, old)
-			}
-			again, err := e.Encode()
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := old
-			if jsonData(data) {
-				want = bytes.Replace(old, b64[0], append([]byte(`"data":`), data...), 1)
-			}
-			if !bytes.Equal(again, want) {
-				t.Fatalf("%s:%d: re-encoded\n%s\nwant\n%s", file, i+1, again, want)
-			}
-			n++
+			fn(file, i, msg.Event)
 		}
-	}
-	if n < 100 {
-		t.Fatalf("only %d stored bodies in the fixtures", n)
 	}
 }
 

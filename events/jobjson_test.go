@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -48,38 +46,22 @@ func TestMarshalJobReachesEveryField(t *testing.T) {
 // TestMarshalJobRecorded: every submitted job of the recorded replay fixtures (as the
 // decoder reads it, upcast to today's fields) encodes as json.Marshal encodes it.
 func TestMarshalJobRecorded(t *testing.T) {
-	files, err := filepath.Glob("testdata/replay/v1/*.jsonl")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no replay fixtures (%v)", err)
-	}
 	n := 0
-	for _, file := range files {
-		raw, err := os.ReadFile(file)
+	eachRecordedBody(t, func(file string, i int, body []byte) {
+		e, err := Decode(body)
 		if err != nil {
+			t.Fatalf("%s:%d: %v", file, i+1, err)
+		}
+		if e.Name != Submitted {
+			return
+		}
+		var j Job
+		if err := e.Payload(&j); err != nil {
 			t.Fatal(err)
 		}
-		for i, line := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
-			var msg struct {
-				Event json.RawMessage `json:"event"`
-			}
-			if err := json.Unmarshal(line, &msg); err != nil {
-				t.Fatalf("%s:%d: %v", file, i+1, err)
-			}
-			e, err := Decode(msg.Event)
-			if err != nil {
-				t.Fatalf("%s:%d: %v", file, i+1, err)
-			}
-			if e.Name != Submitted {
-				continue
-			}
-			var j Job
-			if err := e.Payload(&j); err != nil {
-				t.Fatal(err)
-			}
-			checkMarshalJob(t, &j, int64(i))
-			n++
-		}
-	}
+		checkMarshalJob(t, &j, int64(i))
+		n++
+	})
 	if n < 10 {
 		t.Fatalf("only %d submitted jobs in the fixtures", n)
 	}
