@@ -12,9 +12,9 @@ import (
 	"github.com/gridwire/gridwire/pkg/sshx/sshtest"
 )
 
-// Both runners read a growing file piece by piece from an offset, here and over SFTP,
-// and tell a missing file by fs.ErrNotExist.
-func TestReadFromAGrowingFile(t *testing.T) {
+// sshTarget is the SSH runner of a fresh in-process SSH server, closed with the test.
+func sshTarget(t *testing.T) SSH {
+	t.Helper()
 	srv := sshtest.NewServer(t)
 	cl := cluster.Cluster{Name: "remote", Kind: cluster.KindSSH, Hosts: []string{srv.Addr}, User: "u",
 		Identity: srv.ClientKeyFile, KnownHosts: srv.KnownHostsFile}
@@ -23,9 +23,16 @@ func TestReadFromAGrowingFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pool.Close() })
+	return SSH{Pool: pool, Addr: srv.Addr}
+}
+
+// Both runners read a growing file piece by piece from an offset, here and over SFTP,
+// and tell a missing file by fs.ErrNotExist.
+func TestReadFromAGrowingFile(t *testing.T) {
+	remote := sshTarget(t)
 	readers := map[string]interface {
 		ReadFrom(ctx context.Context, path string, offset int64, max int) (Chunk, error)
-	}{"local": Local{}, "ssh": SSH{Pool: pool, Addr: srv.Addr}}
+	}{"local": Local{}, "ssh": remote}
 	for name, r := range readers {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()

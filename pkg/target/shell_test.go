@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/gridwire/gridwire/pkg/cluster"
-	"github.com/gridwire/gridwire/pkg/sshx/sshtest"
 )
 
 // shell is what both runners offer.
@@ -25,15 +24,8 @@ type shell interface {
 // Both runners report output and exit status alike, pass values through WithVars
 // literally, and Feed carries a script past the kernel's limit on one argument.
 func TestShellsRunAndFeed(t *testing.T) {
-	srv := sshtest.NewServer(t)
-	cl := cluster.Cluster{Name: "remote", Kind: cluster.KindSSH, Hosts: []string{srv.Addr}, User: "u",
-		Identity: srv.ClientKeyFile, KnownHosts: srv.KnownHostsFile}
-	pool, err := NewPool(cl, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pool.Close() })
-	for name, sh := range map[string]shell{"local": Local{}, "ssh": SSH{Pool: pool, Addr: srv.Addr}} {
+	remote := sshTarget(t)
+	for name, sh := range map[string]shell{"local": Local{}, "ssh": remote} {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			out, err := sh.Run(ctx, "echo out; echo err >&2; exit 3")
@@ -56,8 +48,8 @@ func TestShellsRunAndFeed(t *testing.T) {
 			if (name == "ssh") != (out.HostKey != "") {
 				t.Errorf("host key %q on %s", out.HostKey, name)
 			}
-			if name == "ssh" && sh.Host() != srv.Addr {
-				t.Errorf("host %q, want %q", sh.Host(), srv.Addr)
+			if name == "ssh" && sh.Host() != remote.Addr {
+				t.Errorf("host %q, want %q", sh.Host(), remote.Addr)
 			}
 		})
 	}
@@ -67,15 +59,8 @@ func TestShellsRunAndFeed(t *testing.T) {
 // for a file that the writer makes only once it has the first line, which a buffered
 // run would never let happen.
 func TestShellsStream(t *testing.T) {
-	srv := sshtest.NewServer(t)
-	cl := cluster.Cluster{Name: "remote", Kind: cluster.KindSSH, Hosts: []string{srv.Addr}, User: "u",
-		Identity: srv.ClientKeyFile, KnownHosts: srv.KnownHostsFile}
-	pool, err := NewPool(cl, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pool.Close() })
-	for name, sh := range map[string]shell{"local": Local{}, "ssh": SSH{Pool: pool, Addr: srv.Addr}} {
+	remote := sshTarget(t)
+	for name, sh := range map[string]shell{"local": Local{}, "ssh": remote} {
 		t.Run(name, func(t *testing.T) {
 			gate := filepath.Join(t.TempDir(), "gate")
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // only a broken Stream waits this long
