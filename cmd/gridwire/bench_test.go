@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -12,7 +13,8 @@ import (
 // scale mode builds a log of whole histories the read side then serves.
 func TestBenchMeasuresEveryFigure(t *testing.T) {
 	ctx := context.Background()
-	status, out, errOut := cli(ctx, "bench", "--json", "--allow-root-jobs", "--data", t.TempDir(), "--raw-for", "200ms",
+	data := t.TempDir()
+	status, out, errOut := cli(ctx, "bench", "--json", "--allow-root-jobs", "--data", data, "--raw-for", "200ms",
 		"--jobs", "20", "--submit-jobs", "300", "--latency-jobs", "5", "--read-jobs", "10")
 	if status != 0 {
 		t.Fatalf("exit %d: %s", status, errOut)
@@ -22,6 +24,7 @@ func TestBenchMeasuresEveryFigure(t *testing.T) {
 		t.Fatal(err)
 	}
 	figures := map[string]float64{"raw spawn": r.RawSpawnPerSec, "raw job": r.RawJobPerSec, "pipeline": r.PipelinePerSec,
+		"raw job before": r.RawJobBeforePerSec, "raw job after": r.RawJobAfterPerSec,
 		"pipeline ratio": r.PipelineRatio, "cpu per job": r.CPUPerJobMicros, "latency": r.LatencyP50Millis,
 		"raw job latency": r.RawJobP50Millis, "submit": r.SubmitPerSec, "bulk submit": r.BulkSubmitPerSec,
 		"raw appends": r.RawAppendPerSec, "submit cpu": r.SubmitCPUMicros, "bulk submit cpu": r.BulkCPUMicros,
@@ -32,6 +35,10 @@ func TestBenchMeasuresEveryFigure(t *testing.T) {
 		if v <= 0 {
 			t.Errorf("%s: %v, not measured", name, v)
 		}
+	}
+	// The raw jobs' directories are kept through the pipeline and removed at the end.
+	if left, _ := filepath.Glob(filepath.Join(data, "pipeline", "jobs", "raw*")); len(left) > 0 {
+		t.Errorf("the raw jobs' directories were left: %v", left)
 	}
 	if r.LogJobs != 25 || r.ReplayEvents < r.LogEvents { // a late event may follow the catch-up
 		t.Errorf("log of %d jobs, %d events, replayed %d", r.LogJobs, r.LogEvents, r.ReplayEvents)
