@@ -33,9 +33,10 @@ type startBatcher struct {
 	// abandoned anyway, and a hung one must not hold the others of its batch forever.
 	limit time.Duration
 
-	mu      sync.Mutex
-	pending []*startCall
-	loops   int // loops running
+	mu       sync.Mutex
+	pending  []*startCall
+	loops    int           // loops running
+	inFlight chan struct{} // one token per script running (maxScriptsInFlight)
 }
 
 // startCall is one waiting start.
@@ -102,6 +103,13 @@ func (b *startBatcher) drop(c *startCall) {
 // after it, so the jobs that came meanwhile do not wait for it.
 const launchLinger = 100 * time.Millisecond
 
+// maxScriptsInFlight bounds the start scripts of one batcher that run at once, those
+// whose STARTs are launched and that only wait for them included: a loop let go by
+// launchLinger must not open a script every tenth of a second while a slow batch
+// server answers none, which would leave thousands of submissions running at once on
+// the host (at most 64 per script, so 1,024 here).
+const maxScriptsInFlight = 16
+
 // loop runs start scripts while jobs are pending, then ends. It goes on to the next
 // batch when its script ends, or launchLinger after every START of the script is under
 // way (a batch target's STARTs run in the background; what is left of the script is
@@ -113,9 +121,10 @@ func (b *startBatcher) loop() {
 		if calls == nil {
 			return
 		}
+		b.inFlight <- struct{}{} // the jobs taken wait here while too many scripts run
 		launched, ended := make(chan struct{}), make(chan struct{})
 		go func() {
-			defer close(ended)
+			defer func() { <-b.inFlight; close(ended) }()
 			b.run(calls, sync.OnceFunc(func() { close(launched) }))
 		}()
 		<-launched

@@ -554,3 +554,37 @@ func TestStartReaderTellsEachJobOnceWhenWhole(t *testing.T) {
 		t.Errorf("after the end: told %q, want %q; job 4 ok %v, want no verdict", told, want, r.ok[4])
 	}
 }
+
+// However slow the batch server, one host runs at most maxScriptsInFlight start scripts
+// at once: with that many scripts each waiting for a START it launched, the next job's
+// script begins only once one of them has ended.
+func TestBatchBoundsTheScriptsInFlight(t *testing.T) {
+	fakeSbatch(t, "")
+	tg, sh := batchTarget()
+	sts := batchJobs(t, maxScriptsInFlight+1)
+	gates := make([]string, maxScriptsInFlight)
+	done := make([]<-chan error, maxScriptsInFlight)
+	for i := range gates { // one script each: each comes once the last has launched its START
+		var slow events.State
+		slow, gates[i] = gatedJob(t, sts[i])
+		done[i] = startAsync(tg, slow)
+		until(t, "a slow START under way", func() bool { return exists(filepath.Join(slow.Incarnation.WorkDir, startLock)) })
+	}
+	last := sts[maxScriptsInFlight]
+	next := startAsync(tg, last)
+	until(t, "the next job taken", func() bool { return pendingStarts(tg) == 0 })
+	time.Sleep(5 * launchLinger) // time enough for a script to begin, were one allowed
+	if n := sh.feeds.Load(); n != maxScriptsInFlight || exists(filepath.Join(last.Incarnation.WorkDir, startLock)) {
+		t.Fatalf("%d scripts began while %d waited for their STARTs; want none beyond them", n, maxScriptsInFlight)
+	}
+	os.WriteFile(gates[0], nil, 0o644)
+	if err := outcome(t, "the next job's start", next); err != nil {
+		t.Fatalf("next job: %v", err)
+	}
+	for i, g := range gates {
+		os.WriteFile(g, nil, 0o644)
+		if err := outcome(t, "a slow job's start", done[i]); err != nil {
+			t.Fatalf("slow job %d: %v", i, err)
+		}
+	}
+}

@@ -48,7 +48,8 @@ type ScriptTarget struct {
 
 	// Sessions is how many start scripts run at once on one host, each starting every
 	// job that was waiting when it began; default 4. On a batch target a script counts
-	// only until every START of it is under way: it then waits for them on its own.
+	// only until every START of it is under way: it then waits for them on its own,
+	// and at most 16 scripts run at once on one host either way (maxScriptsInFlight).
 	Sessions int
 	// Properties, when set, gives DDS tasks the way to the property API.
 	Properties *Properties
@@ -204,7 +205,8 @@ func (s *ScriptTarget) batcher(sh Shell) *startBatcher {
 	}
 	b := s.batchers[sh.Host()]
 	if b == nil {
-		b = &startBatcher{sh: sh, sessions: s.Sessions, script: s.startScript, grace: s.stale() / 2, limit: s.stale()}
+		b = &startBatcher{sh: sh, sessions: s.Sessions, script: s.startScript, grace: s.stale() / 2, limit: s.stale(),
+			inFlight: make(chan struct{}, maxScriptsInFlight)}
 		if b.sessions <= 0 {
 			b.sessions = 4
 		}
