@@ -93,19 +93,7 @@ func storedBodies(t *testing.T, b *bus.Bus, ring *events.Keyring, jobIDs ...stri
 		if err != nil {
 			t.Fatal(err)
 		}
-		var st events.State
-		for _, e := range h.Events {
-			m, err := stream.GetMsg(ctx, e.Seq)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := ring.Verify(m.Data, e.Route, st); err != nil {
-				t.Errorf("job %s, %s at %d as stored: %v", id, e.Name, e.Seq, err)
-			}
-			if st, err = events.Apply(st, e); err != nil {
-				t.Fatal(err)
-			}
-		}
+		verifyAsStored(t, stream, ring, h.Events)
 		out[id] = h.Events
 	}
 	return out

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/events/eventstest"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 func signingKey(t testing.TB, g events.Grant) *events.SigningKey {
@@ -220,19 +221,24 @@ func TestStoreSignsAndRefusesWhatItsRoleMayNotWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st events.State
-	for _, e := range h.Events {
-		m, err := stream.GetMsg(ctx, e.Seq)
+	verifyAsStored(t, stream, &ring, h.Events)
+}
+
+// verifyAsStored checks each event's signature on the bytes the stream holds for it,
+// against its job's state before it.
+func verifyAsStored(t *testing.T, stream jetstream.Stream, ring *events.Keyring, evs []events.Event) {
+	t.Helper()
+	states := map[string]events.State{}
+	for _, e := range evs {
+		m, err := stream.GetMsg(context.Background(), e.Seq)
 		if err != nil {
 			t.Fatal(err)
 		}
+		st := states[e.JobID]
 		if _, err := ring.Verify(m.Data, e.Route, st); err != nil {
-			t.Errorf("%s as stored: %v", e.Name, err)
+			t.Errorf("job %s, %s at %d as stored: %v", e.JobID, e.Name, e.Seq, err)
 		}
-		if e.JobID == bulk {
-			st = events.State{}
-		}
-		if st, err = events.Apply(st, e); err != nil {
+		if states[e.JobID], err = events.Apply(st, e); err != nil {
 			t.Fatal(err)
 		}
 	}
