@@ -39,6 +39,7 @@ type benchOpts struct {
 	scale      int
 	settle     time.Duration
 	noReplay   bool
+	submitOnly bool
 	allowRoot  bool
 	memProfile string
 	rawFor     time.Duration
@@ -88,6 +89,8 @@ func benchCmd(e *env) *cobra.Command {
 				r, err = runScale(cmd.Context(), e, o)
 			case o.targets.only:
 				r, err = runTargets(cmd.Context(), e, o)
+			case o.submitOnly:
+				r, err = runSubmit(cmd.Context(), e, o)
 			default:
 				r, err = runBench(cmd.Context(), e, o)
 			}
@@ -115,6 +118,7 @@ func benchCmd(e *env) *cobra.Command {
 	cmd.Flags().BoolVar(&o.allowRoot, "allow-root-jobs", false, "let the local cluster run the bench's /bin/true jobs as root (as serve --allow-root-jobs)")
 	o.targets.flags(cmd)
 	cmd.Flags().DurationVar(&o.settle, "settle", 0, "with --scale: after the reads, wait this long and measure the memory again (the embedded server keeps a block's subject state 2 minutes after its last use)")
+	cmd.Flags().BoolVar(&o.submitOnly, "submit-only", false, "measure only the durable submit rows (one a request, bulk, raw appends): with --cpuprofile, a profile of those alone")
 	cmd.Flags().BoolVar(&o.noReplay, "no-replay", false, "with --scale: leave the replay out (at a million jobs it takes about ten minutes before the reads)")
 	cmd.Flags().IntVar(&o.scale, "scale", 0, "instead of the pipeline run: build a log of this many whole job histories and measure reads, replay and RSS on it")
 	return cmd
@@ -301,6 +305,16 @@ func runBench(ctx context.Context, e *env, o *benchOpts) (benchResult, error) {
 	r.RawJobPerSec = (r.RawJobBeforePerSec + r.RawJobAfterPerSec) / 2
 	r.PipelineRatio = r.PipelinePerSec / r.RawJobPerSec
 	if err := benchTargets(ctx, e, o, &r); err != nil {
+		return r, err
+	}
+	r.Load += " -> " + loadAvg()
+	return r, nil
+}
+
+// runSubmit is --submit-only: the durable submit rows alone.
+func runSubmit(ctx context.Context, e *env, o *benchOpts) (benchResult, error) {
+	r := benchResult{CPUs: runtime.NumCPU(), SubmitJobs: o.submitJobs, Load: loadAvg()}
+	if err := benchSubmit(ctx, e, o, filepath.Join(o.data, "submit"), o.submitJobs, &r); err != nil {
 		return r, err
 	}
 	r.Load += " -> " + loadAvg()
