@@ -62,8 +62,10 @@ func (k *SigningKey) signBatch(evs []Event) {
 	leaves := make([][sha256.Size]byte, len(evs))
 	var buf []byte
 	for i := range evs {
-		buf = appendSigningBytes(buf[:0], evs[i], evs[i].Name.Version())
-		leaves[i] = leafHash(buf)
+		// leafHash's bytes (0x00, then the signing bytes) hashed in one call, without a
+		// hash.Hash of its own for every event.
+		buf = appendSigningBytes(append(buf[:0], 0), evs[i], evs[i].Name.Version())
+		leaves[i] = sha256.Sum256(buf)
 	}
 	levels := treeLevels(leaves)
 	root := levels[len(levels)-1][0]
