@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/pkg/groupcommit"
@@ -55,6 +56,9 @@ func (q *createQueue) store(ctx context.Context, bs BulkStore, batch []*queuedCr
 			}
 		}
 	}()
+	if len(batch) > 1 {
+		relaxGCLingering(time.Now()) // submissions arriving together: a burst
+	}
 	evs := make([]events.Event, len(batch))
 	for i, c := range batch {
 		evs[i] = c.event

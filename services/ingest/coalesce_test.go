@@ -3,9 +3,12 @@ package ingest
 import (
 	"context"
 	"errors"
+	"math"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/events/eventstest"
@@ -165,5 +168,45 @@ func TestSubmitQueueSurvivesAPanickingStore(t *testing.T) {
 	}()
 	if _, err := svc.Submit(t.Context(), sub); err != nil || len(store.created) != 1 {
 		t.Fatalf("after a panic: %v, %d stored", err, len(store.created))
+	}
+}
+
+// Single submissions stored together relax the collector, and it stays relaxed between
+// their batches until gcLingerFor has passed without one; a submission stored alone
+// leaves it as it is.
+func TestSubmissionsStoredTogetherRelaxTheCollector(t *testing.T) {
+	endGCLinger(time.Now().Add(time.Hour)) // an earlier test's linger
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
+	store := &gcStore{}
+	svc, err := New(Config{}, Deps{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := svc.prepare(t.Context(), Submission{File: "a.json", Data: []byte(`{"version":3,"executable":"/bin/true"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := func() *queuedCreate { return &queuedCreate{event: p.events[0]} }
+	svc.creates.store(t.Context(), store, []*queuedCreate{one()})
+	if store.percent != 100 {
+		t.Fatalf("GOGC %d while one submission alone was stored, want 100", store.percent)
+	}
+	start := time.Now()
+	svc.creates.store(t.Context(), store, []*queuedCreate{one(), one()})
+	if store.percent != relaxedGCPercent {
+		t.Fatalf("GOGC %d while two were stored together, want %d", store.percent, relaxedGCPercent)
+	}
+	if endGCLinger(start) {
+		t.Fatal("the collector was put back before its linger was up")
+	}
+	if p := debug.SetGCPercent(relaxedGCPercent); p != relaxedGCPercent || debug.SetMemoryLimit(-1) != relaxedMemoryLimit {
+		t.Fatalf("between batches: GOGC %d, limit %d", p, debug.SetMemoryLimit(-1))
+	}
+	if !endGCLinger(start.Add(time.Minute)) {
+		t.Fatal("the collector was not put back once the linger was up")
+	}
+	if p := debug.SetGCPercent(100); p != 100 || debug.SetMemoryLimit(-1) != math.MaxInt64 {
+		t.Fatalf("after the linger: GOGC %d, limit %d", p, debug.SetMemoryLimit(-1))
 	}
 }
