@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -126,5 +127,32 @@ func TestExcerpt(t *testing.T) {
 	}
 	if got := Excerpt([]byte("abc"), 3); got != "abc" {
 		t.Errorf("whole: %q", got)
+	}
+}
+
+// A script on this host names its account in LOGNAME even when the gateway was started
+// without one (a JOB script reads it instead of forking id -un), and a LOGNAME the
+// gateway has is passed on as it is; every other variable stays the caller's.
+func TestLocalSetsLOGNAME(t *testing.T) {
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GW_TEST_KEPT", "kept")
+	ctx := context.Background()
+	script := `printf '%s %s' "$LOGNAME" "$GW_TEST_KEPT"`
+	for logname, want := range map[string]string{"": u.Username + " kept", "someone-else": "someone-else kept"} {
+		t.Setenv("LOGNAME", logname)
+		if logname == "" {
+			os.Unsetenv("LOGNAME")
+		}
+		run, err := Local{}.Run(ctx, script)
+		if err != nil || string(run.Stdout) != want {
+			t.Errorf("LOGNAME %q: Run printed %q (%v), want %q", logname, run.Stdout, err, want)
+		}
+		fed, err := Local{}.Feed(ctx, script)
+		if err != nil || string(fed.Stdout) != want {
+			t.Errorf("LOGNAME %q: Feed printed %q (%v), want %q", logname, fed.Stdout, err, want)
+		}
 	}
 }
