@@ -37,67 +37,17 @@ type Meta struct {
 
 // Row is one job as the projection keeps it: its folded state, stripped of what the job
 // table does not show (the description, the rendered scripts, the transfer list, the
-// chain hash), so a table of millions of jobs fits in memory. Row.LastSeq stamps it.
+// chain hash, what a stage-out copied and a directory removal did beyond whether they
+// succeeded), so a table of millions of jobs fits in memory. Row.LastSeq stamps it.
 type Row = events.State
 
 // strip reduces a folded state to its Row. Apply never reads what strip drops (beyond
-// the job's kind), so folding further events into a Row gives the Row of the full fold.
+// the job's kind; of a stage-out and a directory removal it reads only that they happened
+// and, of the stage-out, whether it succeeded), so folding further events into a Row
+// gives the Row of the full fold.
 func strip(st events.State) Row {
-	return compact(st).state()
-}
-
-// row is a Row as the table holds it: the state without its job, and the job's few
-// fields a row keeps, inline. A table of a million jobs must be small, and the job alone
-// is a 944-byte struct.
-type row struct {
-	st     events.State // Job nil, and nothing strip drops
-	hasJob bool
-	job    jobSummary
-}
-
-// jobSummary is what a row keeps of its job. Restarts stays: the fold needs it to take a
-// restarted event. Path and collection are what a job's view shows beyond the table's
-// columns, so a job's view can be served from its row.
-type jobSummary struct {
-	id, name, parent, submitter string
-	path, collection            string
-	kind                        events.Kind
-	restarts                    int
-}
-
-// compact reduces a folded state to its row.
-func compact(st events.State) row {
-	r := row{}
-	if j := st.Job; j != nil {
-		r.hasJob = true
-		r.job = jobSummary{id: j.ID, name: j.Name, parent: j.Parent, submitter: j.Submitter, kind: j.Kind, restarts: j.Restarts,
-			path: j.Original.Path}
-		if j.DDS != nil {
-			r.job.collection = j.DDS.CollectionPath
-		}
-	}
-	st.Job, st.Incarnation, st.Transfers, st.LastHash = nil, nil, nil, ""
-	r.st = st
-	return r
-}
-
-// state is the row as a Row (a stripped state), with a job of its own.
-func (r row) state() Row {
-	st := r.st
-	if r.hasJob {
-		st.Job = &events.Job{}
-		r.fill(st.Job)
-	}
-	return st
-}
-
-// fill sets a job's summary fields from the row.
-func (r row) fill(j *events.Job) {
-	j.ID, j.Name, j.Parent, j.Submitter, j.Kind, j.Restarts = r.job.id, r.job.name, r.job.parent, r.job.submitter, r.job.kind, r.job.restarts
-	j.Original.Path = r.job.path
-	if r.job.collection != "" {
-		j.DDS = &events.DDSContext{CollectionPath: r.job.collection}
-	}
+	r := compact(st)
+	return r.state()
 }
 
 // Table is a job table in memory: the projection the live projector maintains, a
@@ -131,14 +81,14 @@ func (t *Table) Apply(e events.Event) (bool, error) {
 		t.mu.RLock()
 		old, ok := t.rows[e.JobID]
 		t.mu.RUnlock()
-		if ok && e.Seq != 0 && e.Seq <= old.st.LastSeq {
+		if ok && e.Seq != 0 && e.Seq <= old.lastSeq {
 			t.SetSeq(e.Seq)
 			return false, nil
 		}
 		next, err := t.fold(old, e)
 		t.mu.Lock()
 		t.seq = max(t.seq, e.Seq)
-		if cur, still := t.rows[e.JobID]; still != ok || cur.st.LastSeq != old.st.LastSeq {
+		if cur, still := t.rows[e.JobID]; still != ok || cur.lastSeq != old.lastSeq {
 			t.mu.Unlock()
 			continue
 		}
@@ -162,10 +112,10 @@ func (t *Table) Set(r Row) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	old, ok := t.rows[r.JobID]
-	if ok && old.st.LastSeq > r.LastSeq {
+	if ok && old.lastSeq > r.LastSeq {
 		return
 	}
-	t.setLocked(compact(r), ok, old)
+	t.setLocked(old.next(r), ok, old)
 	t.seq = max(t.seq, r.LastSeq)
 }
 
@@ -178,17 +128,17 @@ func (t *Table) SetSeq(seq uint64) {
 
 func (t *Table) setLocked(r row, existed bool, old row) {
 	if existed {
-		t.count(old.st, -1)
+		t.count(&old, -1)
 	} else {
-		i, _ := slices.BinarySearch(t.order, r.st.JobID)
-		t.order = slices.Insert(t.order, i, r.st.JobID)
+		i, _ := slices.BinarySearch(t.order, r.id)
+		t.order = slices.Insert(t.order, i, r.id)
 	}
-	t.rows[r.st.JobID] = r
-	t.count(r.st, 1)
+	t.rows[r.id] = r
+	t.count(&r, 1)
 }
 
-func (t *Table) count(st events.State, d int) {
-	cl := st.Cluster
+func (t *Table) count(r *row, d int) {
+	cl := r.cluster.String()
 	if cl == "" {
 		cl = NoCluster
 	}
@@ -197,9 +147,10 @@ func (t *Table) count(st events.State, d int) {
 		m = map[string]int{}
 		t.counts[cl] = m
 	}
-	m[string(st.Status)] += d
-	if m[string(st.Status)] == 0 {
-		delete(m, string(st.Status))
+	s := string(r.statusOf())
+	m[s] += d
+	if m[s] == 0 {
+		delete(m, s)
 	}
 }
 
@@ -238,7 +189,8 @@ func (t *Table) Rows() []Row {
 	defer t.mu.RUnlock()
 	out := make([]Row, 0, len(t.order))
 	for _, id := range t.order {
-		out = append(out, t.rows[id].state())
+		r := t.rows[id]
+		out = append(out, r.state())
 	}
 	return out
 }
@@ -317,19 +269,19 @@ func (t *Table) Select(q Query) Page {
 
 func (q Query) matches(r *row) bool {
 	switch {
-	case len(q.States) > 0 && !slices.Contains(q.States, r.st.Status):
+	case len(q.States) > 0 && !slices.Contains(q.States, r.statusOf()):
 		return false
-	case q.Cluster != "" && r.st.Cluster != q.Cluster:
+	case q.Cluster != "" && r.cluster.String() != q.Cluster:
 		return false
-	case q.Submitter != "" && (!r.hasJob || r.job.submitter != q.Submitter):
+	case q.Submitter != "" && (!r.has(flagJob) || r.submitter.String() != q.Submitter):
 		return false
-	case !q.Since.IsZero() && r.st.SubmittedAt.Before(q.Since):
+	case !q.Since.IsZero() && r.time(0).Before(q.Since):
 		return false
-	case !q.Until.IsZero() && !r.st.SubmittedAt.Before(q.Until):
+	case !q.Until.IsZero() && !r.time(0).Before(q.Until):
 		return false
-	case q.Parent != "" && (!r.hasJob || r.job.parent != q.Parent):
+	case q.Parent != "" && (!r.has(flagJob) || r.parent.String() != q.Parent):
 		return false
-	case q.Roots && r.hasJob && r.job.parent != "":
+	case q.Roots && r.has(flagJob) && r.parent != (sym{}):
 		return false
 	case q.Text != "" && !matchesText(r, q.Text):
 		return false

@@ -45,17 +45,11 @@ var keptFields = map[events.Name][]field{
 // foldRow applies e to a row and compacts the result; the fold starts from the row's job
 // filled into scratch, so it allocates no job of its own.
 func foldRow(old row, e events.Event, scratch *events.Job) (row, error) {
-	from := old.st
-	if old.hasJob {
-		*scratch = events.Job{}
-		old.fill(scratch)
-		from.Job = scratch
-	}
-	next, err := applyRow(from, e)
+	next, err := applyRow(old.foldState(scratch), e)
 	if err != nil {
 		return row{}, err
 	}
-	return compact(next), nil
+	return old.next(next), nil
 }
 
 // replayApply folds one event of a replay into t, as Apply does, for shards that each
@@ -67,20 +61,18 @@ func (t *Table) replayApply(e events.Event, scratch *events.Job) error {
 	t.mu.RLock()
 	old, ok := t.rows[e.JobID]
 	t.mu.RUnlock()
-	if ok && e.Seq != 0 && e.Seq <= old.st.LastSeq {
+	if ok && e.Seq != 0 && e.Seq <= old.seq() {
 		return nil
 	}
 	next, err := foldRow(old, e, scratch)
 	if err != nil {
 		return err
 	}
-	if ok {
-		next.st.JobID = old.st.JobID
-	} else {
-		next.st.JobID = strings.Clone(next.st.JobID)
+	if !ok {
+		next.id = strings.Clone(next.id)
 	}
 	t.mu.Lock()
-	t.rows[next.st.JobID] = next
+	t.rows[next.id] = next
 	t.mu.Unlock()
 	return nil
 }
@@ -94,7 +86,7 @@ func (t *Table) finishReplay(seq uint64) {
 	clear(t.counts)
 	for id, r := range t.rows {
 		t.order = append(t.order, id)
-		t.count(r.st, 1)
+		t.count(&r, 1)
 	}
 	slices.Sort(t.order)
 	t.seq = max(t.seq, seq)

@@ -10,10 +10,10 @@ import (
 // matchesText reports whether the row's ID, name, submitter, reason or cluster holds
 // text, in any case.
 func matchesText(r *row, text string) bool {
-	if containsFold(r.st.JobID, text) || containsFold(r.st.Reason, text) || containsFold(r.st.Cluster, text) {
+	if containsFold(r.id, text) || containsFold(r.reason.String(), text) || containsFold(r.cluster.String(), text) {
 		return true
 	}
-	return r.hasJob && (containsFold(r.job.name, text) || containsFold(r.job.submitter, text))
+	return r.has(flagJob) && (containsFold(r.name, text) || containsFold(r.submitter.String(), text))
 }
 
 // containsFold is strings.Contains under Unicode case folding, without copying s (a
@@ -46,19 +46,20 @@ func (t *Table) summarise(q Query, p *Page) {
 	clusters := map[string]bool{}
 	lastCluster := ""
 	for _, r := range t.rows {
-		if r.hasJob && r.job.parent != "" && len(groups) > 0 {
-			if _, ok := groups[r.job.parent]; ok {
-				groups[r.job.parent]++
+		if r.parent != (sym{}) && len(groups) > 0 {
+			if _, ok := groups[r.parent.String()]; ok {
+				groups[r.parent.String()]++
 			}
 		}
 		if !anyState.matches(&r) {
 			continue
 		}
-		counts.add(r.st.Status)
-		if c := r.st.Cluster; c != "" && c != lastCluster {
+		status := r.statusOf()
+		counts.add(status)
+		if c := r.cluster.String(); c != "" && c != lastCluster {
 			clusters[c], lastCluster = true, c
 		}
-		if len(q.States) == 0 || slices.Contains(q.States, r.st.Status) {
+		if len(q.States) == 0 || slices.Contains(q.States, status) {
 			p.Total++
 		}
 	}
