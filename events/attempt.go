@@ -44,16 +44,16 @@ func (s State) Restartable() bool {
 
 // applyRestarted closes the current attempt and begins the next from SUBMITTED, keeping
 // the job and the ended attempts.
-func applyRestarted(s State, e Event) (State, error) {
+func applyRestarted(s *State, e *Event) error {
 	if !s.Restartable() {
-		return s, illegal(s, e, "only a crashed job with restarts left runs again")
+		return illegal(s, e, "only a crashed job with restarts left runs again")
 	}
 	var d RestartedData
-	if err := e.Payload(&d); err != nil {
-		return s, err
+	if err := payloadOf(e, &d); err != nil {
+		return err
 	}
 	if d.Attempt != s.Attempt()+1 {
-		return s, illegal(s, e, "restarted names attempt "+strconv.Itoa(d.Attempt)+", not the next, "+strconv.Itoa(s.Attempt()+1))
+		return illegal(s, e, "restarted names attempt "+strconv.Itoa(d.Attempt)+", not the next, "+strconv.Itoa(s.Attempt()+1))
 	}
 	a := Attempt{Attempt: s.Attempt(), Cluster: s.Cluster, Host: s.Host, NativeID: s.NativeID,
 		Status: s.Status, ExitCode: s.ExitCode, Reason: s.Reason, StartedAt: s.StartedAt, EndedAt: s.EndedAt}
@@ -62,5 +62,6 @@ func applyRestarted(s State, e Event) (State, error) {
 	}
 	next := State{JobID: s.JobID, Status: StatusSubmitted, Job: s.Job, SubmittedAt: s.SubmittedAt,
 		Attempts: append(s.Attempts[:len(s.Attempts):len(s.Attempts)], a), Events: s.Events}
-	return next, nil
+	*s = next
+	return nil
 }

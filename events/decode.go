@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -99,10 +100,13 @@ type lean struct {
 }
 
 // jobID is the job ID val as a string, sharing the subject's bytes when it is the
-// subject's job token.
+// subject's job token (what JobOfSubject reads: jobs.<val>., val not empty and without a
+// dot), which it is for every event a store wrote.
 func (l *lean) jobID(val []byte) string {
-	if id, ok := JobOfSubject(l.subject); ok && id == string(val) {
-		return id
+	n := len(jobsPrefix) + len(val)
+	if len(val) > 0 && len(l.subject) > n && l.subject[n] == '.' && strings.HasPrefix(l.subject, jobsPrefix) &&
+		l.subject[len(jobsPrefix):n] == string(val) && bytes.IndexByte(val, '.') < 0 {
+		return l.subject[len(jobsPrefix):n]
 	}
 	return string(val)
 }
@@ -333,7 +337,29 @@ func parseTime(b []byte) (time.Time, bool) {
 		}
 		nsec = n
 	}
-	return time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC), true
+	days := daysSinceEpoch(year, month, day)
+	return time.Unix(days*86400+int64(hour*3600+minute*60+sec), int64(nsec)).UTC(), true
+}
+
+// daysSinceEpoch is the number of days from 1970-01-01 to a date of the proleptic
+// Gregorian calendar (what time.Date counts with), negative before it: the days of
+// whole 400-year eras from March of year 0, then of the era's years (Howard Hinnant's
+// days_from_civil). time.Date normalises and looks up its zone, twice the cost of the
+// rest of a fold's time.
+func daysSinceEpoch(year, month, day int) int64 {
+	y := int64(year)
+	if month <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 && y%400 != 0 {
+		era--
+	}
+	yoe := y - era*400                     // [0, 399]
+	mp := int64((month + 9) % 12)          // March = 0
+	doy := (153*mp+2)/5 + int64(day) - 1   // [0, 365]
+	doe := yoe*365 + yoe/4 - yoe/100 + doy // [0, 146096]
+	return era*146097 + doe - 719468
 }
 
 // decimal is the decimal number b spells, all of its bytes digits.
@@ -350,7 +376,16 @@ func decimal(b []byte) (int, bool) {
 
 // daysIn is the number of days of month m of year y.
 func daysIn(m time.Month, y int) int {
-	return time.Date(y, m+1, 0, 0, 0, 0, 0, time.UTC).Day()
+	switch m {
+	case time.February:
+		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
+			return 29
+		}
+		return 28
+	case time.April, time.June, time.September, time.November:
+		return 30
+	}
+	return 31
 }
 
 // parseSeq reads a decimal sequence without sign or leading zero; 0 when malformed.

@@ -3,6 +3,7 @@ package events
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -197,6 +198,26 @@ func TestParseTimeMatchesRoundTrip(t *testing.T) {
 	}
 	for at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC); at.Year() < 2029; at = at.Add(97*time.Hour + 13*time.Minute + 7*time.Second + 123456789) {
 		checkParseTime(t, at.Format(time.RFC3339Nano))
+	}
+}
+
+// parseTime counts the days to a date itself (daysSinceEpoch, daysIn): every day of
+// the years it reads gives the instant time.Date gives, and every day past a month's
+// end is refused.
+func TestParseTimeEveryDay(t *testing.T) {
+	for y := 0; y <= 9999; y++ {
+		for m := time.January; m <= time.December; m++ {
+			n := time.Date(y, m+1, 0, 0, 0, 0, 0, time.UTC).Day()
+			if got := daysIn(m, y); got != n {
+				t.Fatalf("daysIn(%v, %d) = %d, want %d", m, y, got, n)
+			}
+			for d := 1; d <= n; d++ {
+				want := time.Date(y, m, d, 23, 59, 58, 0, time.UTC)
+				if got, ok := parseTime([]byte(fmt.Sprintf("%04d-%02d-%02dT23:59:58Z", y, m, d))); !ok || got != want {
+					t.Fatalf("%04d-%02d-%02d: parseTime = %v %v, want %v", y, m, d, got, ok, want)
+				}
+			}
+		}
 	}
 }
 

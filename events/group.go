@@ -114,37 +114,37 @@ func GroupEvent(parent State, v GroupVerdict) (Name, any) {
 	return StatusChanged, StatusData{State: v.Status, Group: &sum}
 }
 
-// groupStepFor is the transition of one event type on a parent record.
-func groupStepFor(n Name) stepFunc {
-	switch n {
+// groupStep applies one event type's transition to a parent record, as step does for
+// any other job.
+func groupStep(s *State, e *Event) error {
+	switch e.Name {
 	case StatusChanged:
-		return applyGroupStatus
+		return applyGroupStatus(s, e)
 	case Succeeded, Failed, Cancelled:
-		return applyGroupEnd(n)
+		return applyGroupEnd(s, e)
 	case CancelRequested, HoldRequested, ResumeRequested, ActionFailed:
-		return stepFor(n)
+		_, err := step(s, e)
+		return err
 	case SessionUpdated:
-		return applySessionUpdated
+		return applySessionUpdated(s, e)
 	case Submitted:
-		return applySubmitted
+		return applySubmitted(s, e)
 	case PropertySet:
-		return applyPropertySet
+		return applyPropertySet(s, e)
 	}
-	return func(s State, e Event) (State, error) {
-		return s, illegal(s, e, "a parent record never runs; its state follows its children")
-	}
+	return illegal(s, e, "a parent record never runs; its state follows its children")
 }
 
-func applyGroupStatus(s State, e Event) (State, error) {
+func applyGroupStatus(s *State, e *Event) error {
 	var d StatusData
 	if err := e.Payload(&d); err != nil {
-		return s, err
+		return err
 	}
 	if d.State != StatusRunning && d.State != StatusHeld {
-		return s, illegal(s, e, "a parent record's status_changed names RUNNING or HELD, not "+string(d.State))
+		return illegal(s, e, "a parent record's status_changed names RUNNING or HELD, not "+string(d.State))
 	}
 	if d.Group == nil {
-		return s, illegal(s, e, "a parent record's status_changed carries its children's summary")
+		return illegal(s, e, "a parent record's status_changed carries its children's summary")
 	}
 	switch d.State {
 	case StatusHeld:
@@ -156,25 +156,23 @@ func applyGroupStatus(s State, e Event) (State, error) {
 		s.StartedAt = e.Time
 	}
 	s.Status, s.Group = d.State, d.Group
-	return s, nil
+	return nil
 }
 
-func applyGroupEnd(n Name) stepFunc {
-	return func(s State, e Event) (State, error) {
-		var d EndData
-		if err := e.Payload(&d); err != nil {
-			return s, err
-		}
-		if d.Group == nil {
-			return s, illegal(s, e, "a parent record ends with its children's summary")
-		}
-		if n == Succeeded && d.Group.Counts[StatusSucceeded] != d.Group.Children {
-			return s, illegal(s, e, "a parent record succeeds only when every child did ("+d.Group.String()+")")
-		}
-		to := map[Name]Status{Succeeded: StatusSucceeded, Failed: StatusFailed, Cancelled: StatusCancelled}[n]
-		s.Status, s.Reason, s.Group = to, d.Reason, d.Group
-		return s, nil
+func applyGroupEnd(s *State, e *Event) error {
+	var d EndData
+	if err := e.Payload(&d); err != nil {
+		return err
 	}
+	if d.Group == nil {
+		return illegal(s, e, "a parent record ends with its children's summary")
+	}
+	if e.Name == Succeeded && d.Group.Counts[StatusSucceeded] != d.Group.Children {
+		return illegal(s, e, "a parent record succeeds only when every child did ("+d.Group.String()+")")
+	}
+	to := map[Name]Status{Succeeded: StatusSucceeded, Failed: StatusFailed, Cancelled: StatusCancelled}[e.Name]
+	s.Status, s.Reason, s.Group = to, d.Reason, d.Group
+	return nil
 }
 
 // Coallocation policies: what happens to the other subjobs of a job when one ends
@@ -210,10 +208,10 @@ func Siblings(j *Job, children []State) []string {
 // it at the end. The parent's job is copied, never changed in place. (A projection that
 // keeps no children, such as the job table, folds it too, so a removed job the state
 // does not list is no error.)
-func applySessionUpdated(s State, e Event) (State, error) {
+func applySessionUpdated(s *State, e *Event) error {
 	var d SessionUpdateData
 	if err := e.Payload(&d); err != nil {
-		return s, err
+		return err
 	}
 	gone := make(map[string]bool, len(d.Removed))
 	for _, id := range d.Removed {
@@ -230,10 +228,10 @@ func applySessionUpdated(s State, e Event) (State, error) {
 	}
 	for _, id := range d.Added {
 		if slices.Contains(before, id) {
-			return s, illegal(s, e, "session_updated adds "+id+", already a child")
+			return illegal(s, e, "session_updated adds "+id+", already a child")
 		}
 	}
 	j.Children = append(j.Children, d.Added...)
 	s.Job = &j
-	return s, nil
+	return nil
 }

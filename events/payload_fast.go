@@ -379,3 +379,20 @@ func readBool(b []byte, i int, dst *bool) (int, bool) {
 	}
 	return i, false
 }
+
+// payloadOf decodes e's data into *v as e.Payload does. A plain payload (fastPayload)
+// is read straight into v, which stays where the caller keeps it; only one that
+// encoding/json must read goes through a copy on the heap. A fold decodes a payload for
+// almost every event, and Payload's interface made each of them an allocation.
+func payloadOf[T any](e *Event, v *T) error {
+	if fastPayload(e.Data, v) {
+		return nil
+	}
+	h := new(T)
+	*h = *v
+	if err := e.Payload(h); err != nil {
+		return err
+	}
+	*v = *h
+	return nil
+}

@@ -203,13 +203,13 @@ func checkKey(key string) error {
 // own (whether its writer may write it is the writer's declaration, checked by
 // PropertyWrite before the append and by CheckInvariants over a whole log). A session
 // that has ended takes no more properties (Apply refuses every event after the end).
-func applyPropertySet(s State, e Event) (State, error) {
+func applyPropertySet(s *State, e *Event) error {
 	var d PropertySetData
 	if err := e.Payload(&d); err != nil {
-		return s, err
+		return err
 	}
 	if err := d.Check(); err != nil {
-		return s, illegal(s, e, err.Error())
+		return illegal(s, e, err.Error())
 	}
-	return s, nil
+	return nil
 }

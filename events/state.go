@@ -95,36 +95,47 @@ func Replay(evs []Event) (State, error) {
 // event the state machine does not allow in the current state is an error and leaves
 // the state as it was.
 func Apply(s State, e Event) (State, error) {
-	if s.Status.Terminal() && !afterEnd(s, e.Name) {
-		return s, &TransitionError{Job: e.JobID, From: s.Status, Event: e.Name, Why: "the job has ended"}
-	}
-	if s.Status == StatusNone && e.Name != Submitted {
-		return s, &TransitionError{Job: e.JobID, From: s.Status, Event: e.Name, Why: "the job was never submitted"}
-	}
-	step := stepFor(e.Name)
-	if s.Job != nil && s.Job.Kind == KindGroup {
-		step = groupStepFor(e.Name)
-	}
-	if step == nil {
-		return s, fmt.Errorf("%w: %q", ErrUnknownEvent, e.Name)
-	}
-	next, err := step(s, e)
-	if err != nil {
+	next := s
+	if err := next.Fold(&e); err != nil {
 		return s, err
-	}
-	next.Events++
-	// The only fields taken from the event's stored form (Store.decideOnce relies on it:
-	// steps never read Seq, Subject or Hash).
-	next.LastSeq, next.LastID, next.LastHash, next.UpdatedAt = e.Seq, e.ID, e.Hash, e.Time
-	if next.Status.Terminal() && !s.Status.Terminal() {
-		next.EndedAt = e.Time // when it ended, not when housekeeping after the end ran
 	}
 	return next, nil
 }
 
+// Fold folds one event into the state in place, as Apply folds it into a copy: the
+// same state, the same refusals, and a refused event leaves the state as it was (every
+// step checks before it changes anything). A replay folds every event of the log, and
+// copying a whole state in and out of each step was a large part of a fold.
+func (s *State) Fold(e *Event) error {
+	if s.Status.Terminal() && !afterEnd(s, e.Name) {
+		return &TransitionError{Job: e.JobID, From: s.Status, Event: e.Name, Why: "the job has ended"}
+	}
+	if s.Status == StatusNone && e.Name != Submitted {
+		return &TransitionError{Job: e.JobID, From: s.Status, Event: e.Name, Why: "the job was never submitted"}
+	}
+	was := s.Status
+	if s.Job != nil && s.Job.Kind == KindGroup {
+		if err := groupStep(s, e); err != nil {
+			return err
+		}
+	} else if known, err := step(s, e); !known {
+		return fmt.Errorf("%w: %q", ErrUnknownEvent, e.Name)
+	} else if err != nil {
+		return err
+	}
+	s.Events++
+	// The only fields taken from the event's stored form (Store.decideOnce relies on it:
+	// steps never read Seq, Subject or Hash).
+	s.LastSeq, s.LastID, s.LastHash, s.UpdatedAt = e.Seq, e.ID, e.Hash, e.Time
+	if s.Status.Terminal() && !was.Terminal() {
+		s.EndedAt = e.Time // when it ended, not when housekeeping after the end ran
+	}
+	return nil
+}
+
 // afterEnd reports whether an ended job's state accepts the event: a restart of a
 // crashed job with restarts left, or the one directory_deleted of the attempt.
-func afterEnd(s State, n Name) bool {
+func afterEnd(s *State, n Name) bool {
 	switch n {
 	case Restarted:
 		return s.Restartable()
@@ -133,6 +144,3 @@ func afterEnd(s State, n Name) bool {
 	}
 	return false
 }
-
-// stepFunc is one event type's transition: temporal's one-apply-per-event-type habit.
-type stepFunc func(State, Event) (State, error)

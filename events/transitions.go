@@ -1,184 +1,181 @@
 package events
 
-// stepFor returns the transition of one event type, nil for an unknown type.
-func stepFor(n Name) stepFunc {
-	switch n {
+// step applies one event type's transition to s (temporal's one-apply-per-event-type
+// habit), in place and only once it has checked everything it refuses on; known is false
+// for an unknown type. The transitions are called directly, not through function
+// values, so the state and the event stay where the caller keeps them.
+func step(s *State, e *Event) (known bool, err error) {
+	switch e.Name {
 	case Submitted:
-		return applySubmitted
+		return true, applySubmitted(s, e)
 	case Incarnated:
-		return applyIncarnated
+		return true, applyIncarnated(s, e)
 	case StagingIn:
-		return from(StatusStagingIn, StatusIncarnated)
+		return true, from(s, e, StatusStagingIn, StatusIncarnated)
 	case Transfer:
-		return applyTransfer
+		return true, applyTransfer(s, e)
 	case Queued:
-		return applyQueued
+		return true, applyQueued(s, e)
 	case Started:
-		return applyStarted
+		return true, applyStarted(s, e)
 	case StatusChanged:
-		return applyStatusChanged
+		return true, applyStatusChanged(s, e)
 	case StatusUnknown:
-		return flag(func(s *State, v bool) { s.StatusUnknown = v }, true)
+		s.StatusUnknown = true
 	case StatusKnown:
-		return flag(func(s *State, v bool) { s.StatusUnknown = v }, false)
+		s.StatusUnknown = false
 	case Held:
-		return applyHeld
+		return true, applyHeld(s, e)
 	case Resumed:
-		return applyResumed
+		return true, applyResumed(s, e)
 	case Exited:
-		return applyExited
+		return true, applyExited(s, e)
 	case StagedOut:
-		return applyStagedOut
+		return true, applyStagedOut(s, e)
 	case Succeeded:
-		return applySucceeded
+		return true, applySucceeded(s, e)
 	case Failed:
-		return end(StatusFailed)
+		return true, end(s, e, StatusFailed)
 	case Cancelled:
-		return end(StatusCancelled)
+		return true, end(s, e, StatusCancelled)
 	case CancelRequested:
-		return flag(func(s *State, v bool) { s.CancelRequested = v }, true)
+		s.CancelRequested = true
 	case HoldRequested:
-		return flag(func(s *State, v bool) { s.HoldRequested, s.ResumeRequested = v, !v }, true)
+		s.HoldRequested, s.ResumeRequested = true, false
 	case ResumeRequested:
-		return flag(func(s *State, v bool) { s.ResumeRequested, s.HoldRequested = v, !v }, true)
+		s.ResumeRequested, s.HoldRequested = true, false
 	case ActionFailed:
-		return applyActionFailed
+		return true, applyActionFailed(s, e)
 	case PropertySet:
-		return func(s State, e Event) (State, error) {
-			return s, illegal(s, e, "a property is set on its session (the topology's parent record), not on a task")
-		}
+		return true, illegal(s, e, "a property is set on its session (the topology's parent record), not on a task")
 	case Restarted:
-		return applyRestarted
+		return true, applyRestarted(s, e)
 	case SessionUpdated:
-		return func(s State, e Event) (State, error) {
-			return s, illegal(s, e, "a session's topology is updated on its parent record, not on a task")
-		}
+		return true, illegal(s, e, "a session's topology is updated on its parent record, not on a task")
 	case DirectoryDeleted:
-		return applyDirectoryDeleted
+		return true, applyDirectoryDeleted(s, e)
+	default:
+		return false, nil
 	}
-	return nil
+	return true, nil
 }
 
 // applyDirectoryDeleted records the removal of an ended attempt's working directory; the
 // job's status stays what its end made it.
-func applyDirectoryDeleted(s State, e Event) (State, error) {
+func applyDirectoryDeleted(s *State, e *Event) error {
 	if !s.Status.Terminal() || s.DirectoryDeleted != nil {
-		return s, illegal(s, e, "a working directory is deleted once, after the attempt's end")
+		return illegal(s, e, "a working directory is deleted once, after the attempt's end")
 	}
-	// Readers that fold a stored body without its subject see no route; the subject and
-	// the signer's rights (the cluster's executor) are checked where they are known.
 	// Readers that fold a stored body without its subject see no route; the subject and
 	// the signer's rights (the cluster's executor) are checked where they are known.
 	if e.Route != "" && e.Route != s.Cluster {
-		return s, illegal(s, e, "deleted by cluster "+e.Route+" but the attempt ran on "+s.Cluster)
+		return illegal(s, e, "deleted by cluster "+e.Route+" but the attempt ran on "+s.Cluster)
 	}
 	var d DirectoryDeletedData
-	if err := e.Payload(&d); err != nil {
-		return s, err
+	if err := payloadOf(e, &d); err != nil {
+		return err
 	}
 	s.DirectoryDeleted = &d
-	return s, nil
+	return nil
 }
 
-func illegal(s State, e Event, why string) error {
+func illegal(s *State, e *Event, why string) error {
 	return &TransitionError{Job: e.JobID, From: s.Status, Event: e.Name, Why: why}
 }
 
-func applySubmitted(s State, e Event) (State, error) {
+func applySubmitted(s *State, e *Event) error {
 	if s.Status != StatusNone {
-		return s, illegal(s, e, "already submitted")
+		return illegal(s, e, "already submitted")
 	}
 	var j Job
-	if err := e.Payload(&j); err != nil {
-		return s, err
+	if err := payloadOf(e, &j); err != nil {
+		return err
 	}
 	if j.ID != e.JobID {
-		return s, illegal(s, e, "payload job id "+j.ID+" differs from the event subject")
+		return illegal(s, e, "payload job id "+j.ID+" differs from the event subject")
 	}
 	s.JobID, s.Job, s.Status, s.SubmittedAt = e.JobID, &j, StatusSubmitted, e.Time
-	return s, nil
+	return nil
 }
 
-func applyIncarnated(s State, e Event) (State, error) {
+func applyIncarnated(s *State, e *Event) error {
 	if s.Status != StatusSubmitted {
-		return s, illegal(s, e, "only a submitted job is incarnated")
+		return illegal(s, e, "only a submitted job is incarnated")
 	}
 	if s.Job != nil && s.Job.Kind == KindGroup {
-		return s, illegal(s, e, "a parent record never runs")
+		return illegal(s, e, "a parent record never runs")
 	}
 	var d IncarnatedData
-	if err := e.Payload(&d); err != nil {
-		return s, err
+	if err := payloadOf(e, &d); err != nil {
+		return err
 	}
 	s.Incarnation, s.Cluster, s.Queue, s.Status = &d, d.Cluster, d.Queue, StatusIncarnated
-	return s, nil
+	return nil
 }
 
 // from moves to `to` when the state is one of `allowed`.
-func from(to Status, allowed ...Status) stepFunc {
-	return func(s State, e Event) (State, error) {
-		for _, a := range allowed {
-			if s.Status == a {
-				s.Status = to
-				return s, nil
-			}
+func from(s *State, e *Event, to Status, allowed ...Status) error {
+	for _, a := range allowed {
+		if s.Status == a {
+			s.Status = to
+			return nil
 		}
-		return s, illegal(s, e, "")
 	}
+	return illegal(s, e, "")
 }
 
-func applyTransfer(s State, e Event) (State, error) {
+func applyTransfer(s *State, e *Event) error {
 	if s.Status != StatusStagingIn && s.Status != StatusStagingOut {
-		return s, illegal(s, e, "transfers happen while staging")
+		return illegal(s, e, "transfers happen while staging")
 	}
 	var d TransferData
-	if err := e.Payload(&d); err != nil {
-		return s, err
+	if err := payloadOf(e, &d); err != nil {
+		return err
 	}
 	s.Transfers = append(s.Transfers[:len(s.Transfers):len(s.Transfers)], d)
-	return s, nil
+	return nil
 }
 
-func applyQueued(s State, e Event) (State, error) {
+func applyQueued(s *State, e *Event) error {
 	// INCARNATED → QUEUED directly when there is nothing to stage in.
 	if s.Status != StatusIncarnated && s.Status != StatusStagingIn {
-		return s, illegal(s, e, "")
+		return illegal(s, e, "")
 	}
 	if e.Route != "" && e.Route != s.Cluster {
-		return s, illegal(s, e, "queued for cluster "+e.Route+" but incarnated for "+s.Cluster)
+		return illegal(s, e, "queued for cluster "+e.Route+" but incarnated for "+s.Cluster)
 	}
 	s.Status = StatusQueued
-	return s, nil
+	return nil
 }
 
-func applyStarted(s State, e Event) (State, error) {
+func applyStarted(s *State, e *Event) error {
 	if s.Status != StatusQueued || s.NativeID != "" {
-		return s, illegal(s, e, "a job starts once, from QUEUED")
+		return illegal(s, e, "a job starts once, from QUEUED")
 	}
 	var d StartedData
-	if err := e.Payload(&d); err != nil {
-		return s, err
+	if err := payloadOf(e, &d); err != nil {
+		return err
 	}
 	if d.NativeID == "" {
-		return s, illegal(s, e, "started without a native id")
+		return illegal(s, e, "started without a native id")
 	}
 	s.NativeID, s.NativeState, s.Host, s.HostKey, s.StartedAt = d.NativeID, d.NativeState, d.Host, d.HostKey, e.Time
 	if d.Running {
 		s.Status = StatusRunning
 	}
-	return s, nil
+	return nil
 }
 
-func applyStatusChanged(s State, e Event) (State, error) {
+func applyStatusChanged(s *State, e *Event) error {
 	if !s.Status.onTarget() || s.NativeID == "" {
-		return s, illegal(s, e, "status changes only while the target has the job")
+		return illegal(s, e, "status changes only while the target has the job")
 	}
 	var d StatusData
-	if err := e.Payload(&d); err != nil {
-		return s, err
+	if err := payloadOf(e, &d); err != nil {
+		return err
 	}
 	if !d.State.onTarget() {
-		return s, illegal(s, e, "status_changed may only name QUEUED, RUNNING or HELD, not "+string(d.State))
+		return illegal(s, e, "status_changed may only name QUEUED, RUNNING or HELD, not "+string(d.State))
 	}
 	switch {
 	case d.State == StatusHeld && s.Status != StatusHeld:
@@ -192,97 +189,88 @@ func applyStatusChanged(s State, e Event) (State, error) {
 		s.HeldFrom, s.ResumeRequested = "", false
 	}
 	s.Status, s.NativeState = d.State, d.NativeState
-	return s, nil
+	return nil
 }
 
-func flag(set func(*State, bool), v bool) stepFunc {
-	return func(s State, e Event) (State, error) {
-		set(&s, v)
-		return s, nil
-	}
-}
-
-func applyHeld(s State, e Event) (State, error) {
+func applyHeld(s *State, e *Event) error {
 	if s.Status != StatusQueued && s.Status != StatusRunning {
-		return s, illegal(s, e, "only a queued or running job is held")
+		return illegal(s, e, "only a queued or running job is held")
 	}
 	s.HeldFrom, s.Status, s.HoldRequested = s.Status, StatusHeld, false
-	return s, nil
+	return nil
 }
 
-func applyResumed(s State, e Event) (State, error) {
+func applyResumed(s *State, e *Event) error {
 	if s.Status != StatusHeld {
-		return s, illegal(s, e, "only a held job resumes")
+		return illegal(s, e, "only a held job resumes")
 	}
 	s.Status, s.HeldFrom, s.ResumeRequested = s.HeldFrom, "", false
 	if s.Status == "" {
 		s.Status = StatusQueued
 	}
-	return s, nil
+	return nil
 }
 
-func applyExited(s State, e Event) (State, error) {
+func applyExited(s *State, e *Event) error {
 	if !s.Status.onTarget() || s.NativeID == "" {
-		return s, illegal(s, e, "only a started job exits")
+		return illegal(s, e, "only a started job exits")
 	}
 	var d ExitedData
-	if err := e.Payload(&d); err != nil {
-		return s, err
+	if err := payloadOf(e, &d); err != nil {
+		return err
 	}
 	code := d.ExitCode
 	s.ExitCode, s.Status, s.Reason = &code, StatusStagingOut, d.Reason
 	if d.NativeState != "" {
 		s.NativeState = d.NativeState
 	}
-	return s, nil
+	return nil
 }
 
-func applyStagedOut(s State, e Event) (State, error) {
+func applyStagedOut(s *State, e *Event) error {
 	if s.Status != StatusStagingOut || s.StagedOut != nil {
-		return s, illegal(s, e, "stage-out is recorded once, after the exit")
+		return illegal(s, e, "stage-out is recorded once, after the exit")
 	}
 	var d StagedOutData
-	if err := e.Payload(&d); err != nil {
-		return s, err
+	if err := payloadOf(e, &d); err != nil {
+		return err
 	}
 	s.StagedOut = &d
-	return s, nil
+	return nil
 }
 
-func applySucceeded(s State, e Event) (State, error) {
+func applySucceeded(s *State, e *Event) error {
 	switch {
 	case s.Status != StatusStagingOut || s.StagedOut == nil:
-		return s, illegal(s, e, "a job succeeds only after its stage-out")
+		return illegal(s, e, "a job succeeds only after its stage-out")
 	case s.ExitCode == nil || *s.ExitCode != 0:
-		return s, illegal(s, e, "a job succeeds only with exit code 0")
+		return illegal(s, e, "a job succeeds only with exit code 0")
 	case !s.StagedOut.OK:
-		return s, illegal(s, e, "a job whose stage-out failed cannot succeed")
+		return illegal(s, e, "a job whose stage-out failed cannot succeed")
 	}
 	s.Status = StatusSucceeded
-	return s, nil
+	return nil
 }
 
-func end(to Status) stepFunc {
-	return func(s State, e Event) (State, error) {
-		var d EndData
-		if len(e.Data) > 0 {
-			if err := e.Payload(&d); err != nil {
-				return s, err
-			}
+func end(s *State, e *Event, to Status) error {
+	var d EndData
+	if len(e.Data) > 0 {
+		if err := payloadOf(e, &d); err != nil {
+			return err
 		}
-		if d.ExitCode != nil {
-			code := *d.ExitCode
-			s.ExitCode = &code
-		}
-		s.Status, s.Reason = to, d.Reason
-		return s, nil
 	}
+	if d.ExitCode != nil {
+		code := *d.ExitCode
+		s.ExitCode = &code
+	}
+	s.Status, s.Reason = to, d.Reason
+	return nil
 }
 
-func applyActionFailed(s State, e Event) (State, error) {
+func applyActionFailed(s *State, e *Event) error {
 	var n Note
-	if err := e.Payload(&n); err != nil {
-		return s, err
+	if err := payloadOf(e, &n); err != nil {
+		return err
 	}
 	switch n.Action {
 	case "HOLD":
@@ -292,5 +280,5 @@ func applyActionFailed(s State, e Event) (State, error) {
 	case "ABORT":
 		s.CancelRequested = false
 	}
-	return s, nil
+	return nil
 }
