@@ -70,7 +70,7 @@ func NewTable() *Table {
 }
 
 // Apply folds one stored event into the table (events.Apply, reading of the large
-// payloads only what a row keeps: see applyRow). An event at or below the job's stamp is
+// payloads only what a row keeps: see foldRow). An event at or below the job's stamp is
 // already folded and changes nothing; an event the state machine refuses leaves the job
 // as it was. It reports whether the job's row changed.
 //

@@ -34,73 +34,136 @@ type field struct {
 	sub  []field
 }
 
-// keptFields are the payload fields the table keeps, by event name: of a job also its
-// place in its document and its DDS collection, which a job's view shows.
-var keptFields = map[events.Name][]field{
-	events.Submitted: {{name: "id"}, {name: "name"}, {name: "kind"}, {name: "parent"}, {name: "submitter"}, {name: "restarts"},
-		{name: "original", sub: []field{{name: "path"}}}, {name: "dds", sub: []field{{name: "collection_path"}}}},
-	events.Incarnated: {{name: "cluster"}, {name: "queue"}},
-}
+// keptSubmitted and keptIncarnated are the payload fields the table keeps of the two
+// large payloads: of a job also its place in its document and its DDS collection, which
+// a job's view shows.
+var (
+	keptSubmitted = []field{{name: "id"}, {name: "name"}, {name: "kind"}, {name: "parent"}, {name: "submitter"}, {name: "restarts"},
+		{name: "original", sub: []field{{name: "path"}}}, {name: "dds", sub: []field{{name: "collection_path"}}}}
+	keptIncarnated = []field{{name: "cluster"}, {name: "queue"}}
+)
 
-// foldRow applies e to a row and compacts the result; the fold starts from the row's job
-// filled into scratch, so it allocates no job of its own.
-func foldRow(old row, e events.Event, scratch *events.Job) (row, error) {
-	next, err := applyRow(old.foldState(scratch), e)
-	if err != nil {
-		return row{}, err
+// keptFields are the fields the table keeps of an event's payload, nil when it folds
+// the payload whole.
+func keptFields(n events.Name) []field {
+	switch n {
+	case events.Submitted:
+		return keptSubmitted
+	case events.Incarnated:
+		return keptIncarnated
 	}
-	return old.next(next), nil
-}
-
-// replayApply folds one event of a replay into t, as Apply does, for shards that each
-// fold jobs of their own: a job's row cannot move between reading and writing it, so it
-// is read and written once, and the counts and the order of the table are made once at
-// the end (finishReplay) instead of at every event. A new row keeps a job ID of its own:
-// the event's may share the bytes of its stream subject (events.DecodeFold).
-func (t *Table) replayApply(e events.Event, scratch *events.Job) error {
-	t.mu.RLock()
-	old, ok := t.rows[e.JobID]
-	t.mu.RUnlock()
-	if ok && e.Seq != 0 && e.Seq <= old.seq() {
-		return nil
-	}
-	next, err := foldRow(old, e, scratch)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		next.id = strings.Clone(next.id)
-	}
-	t.mu.Lock()
-	t.rows[next.id] = next
-	t.mu.Unlock()
 	return nil
 }
 
-// finishReplay makes the order and the counts of a table replayApply filled, and stamps
-// it with seq.
-func (t *Table) finishReplay(seq uint64) {
+// foldRow applies e to a row and packs the result; the fold starts from the row's job
+// filled into scratch, so it allocates no job of its own.
+func foldRow(old row, e events.Event, scratch *events.Job) (row, error) {
+	st := old.foldState(scratch)
+	reduceData(&e)
+	if err := st.Fold(&e); err != nil {
+		return row{}, err
+	}
+	return old.next(st), nil
+}
+
+// foldingRow is a job's row while a replay's shard folds it: the state as a fold starts
+// from it, unpacked, so that each event folds into it in place, with the job's fields a
+// row keeps beside it instead of its whole job. A replay folds every event of the log,
+// and unpacking and packing a row for each event would cost more than the fold; the
+// table packs each row once, at the end (finishReplay).
+type foldingRow struct {
+	st     events.State // Job nil, and none of what strip drops
+	hasJob bool
+	job    jobSummary
+}
+
+// jobSummary is what a row keeps of its job (see row.next).
+type jobSummary struct {
+	id, name, parent, submitter string
+	path, collection            string
+	kind                        events.Kind
+	restarts                    int
+}
+
+// fold folds e into the row in place (events.State.Fold, reading of the large payloads
+// only the fields the row keeps); a refused event leaves it as it was. The fold starts
+// from the row's job written into scratch. e's data may be replaced by its reduction.
+func (r *foldingRow) fold(e *events.Event, scratch *events.Job) error {
+	if r.hasJob {
+		r.st.Job = r.fillJob(scratch)
+	}
+	reduceData(e)
+	err := r.st.Fold(e)
+	if err == nil {
+		r.keep()
+	}
+	r.st.Job = nil
+	return err
+}
+
+// keep takes the job's summary from the folded state and drops what a row never shows
+// and the fold never reads: the rendered scripts, the transfers and the chain hash.
+func (r *foldingRow) keep() {
+	if j := r.st.Job; j != nil {
+		r.hasJob = true
+		r.job = jobSummary{id: j.ID, name: j.Name, parent: j.Parent, submitter: j.Submitter, kind: j.Kind, restarts: j.Restarts,
+			path: j.Original.Path}
+		if j.DDS != nil {
+			r.job.collection = j.DDS.CollectionPath
+		}
+	}
+	r.st.Incarnation, r.st.Transfers, r.st.LastHash = nil, nil, ""
+}
+
+// fillJob writes the row's job into j, emptied first, and returns it.
+func (r *foldingRow) fillJob(j *events.Job) *events.Job {
+	*j = events.Job{}
+	j.ID, j.Name, j.Parent, j.Submitter, j.Kind, j.Restarts = r.job.id, r.job.name, r.job.parent, r.job.submitter, r.job.kind, r.job.restarts
+	j.Original.Path = r.job.path
+	if r.job.collection != "" {
+		j.DDS = &events.DDSContext{CollectionPath: r.job.collection}
+	}
+	return j
+}
+
+// finishReplay packs the rows the shards folded into t, which is empty, makes its order
+// and counts, and stamps it with seq. Each row leaves its shard as it is packed, so a
+// replay does not hold the rows twice.
+func (t *Table) finishReplay(shards []*foldShard, seq uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.order = make([]string, 0, len(t.rows))
-	clear(t.counts)
-	for id, r := range t.rows {
-		t.order = append(t.order, id)
-		t.count(&r, 1)
+	n := 0
+	for _, s := range shards {
+		n += len(s.rows)
+	}
+	t.order = make([]string, 0, n)
+	var job events.Job
+	for _, s := range shards {
+		for id, fr := range s.rows {
+			st := fr.st
+			if fr.hasJob {
+				st.Job = fr.fillJob(&job)
+			}
+			r := compact(st)
+			t.rows[id] = r
+			t.order = append(t.order, id)
+			t.count(&r, 1)
+			delete(s.rows, id)
+		}
+		s.rows = nil
 	}
 	slices.Sort(t.order)
 	t.seq = max(t.seq, seq)
 }
 
-// applyRow folds e into a row's state as events.Apply folds it into a whole state,
-// reading of the large payloads only the fields the row keeps.
-func applyRow(from events.State, e events.Event) (events.State, error) {
-	if keep, ok := keptFields[e.Name]; ok {
+// reduceData replaces the data of an event whose payload the row keeps only a few fields
+// of by those fields, when it is plainly written (see reduce).
+func reduceData(e *events.Event) {
+	if keep := keptFields(e.Name); keep != nil {
 		if data, ok := reduce(e.Data, keep); ok {
 			e.Data = data
 		}
 	}
-	return events.Apply(from, e)
 }
 
 // reduce returns the JSON object of payload's fields named in keep (the last of a
@@ -124,7 +187,13 @@ func reduceObject(b []byte, i int, keep []field) (json.RawMessage, int, bool) {
 	if i >= len(b) || b[i] != '{' {
 		return nil, i, false
 	}
-	vals := make([][]byte, len(keep))
+	var room [8][]byte // the values found, on the stack for the fields a row keeps
+	vals := room[:0]
+	if len(keep) <= len(room) {
+		vals = room[:len(keep)]
+	} else {
+		vals = make([][]byte, len(keep))
+	}
 	i = skipWS(b, i+1)
 	for first := true; ; first = false {
 		if first && i < len(b) && b[i] == '}' {

@@ -14,7 +14,7 @@ import (
 	"github.com/gridwire/gridwire/events/eventstest"
 )
 
-// fullFold is the table's fold as it was before applyRow: each event decoded whole by
+// fullFold is the table's fold as it was before it read payloads reduced (foldRow): each event decoded whole by
 // events.Apply, the state reduced to its row after each event. It folds evs (in stream
 // order, several jobs mixed) and returns each job's row and the refused events' seqs.
 func fullFold(evs []events.Event) (map[string]Row, []uint64) {
@@ -35,7 +35,7 @@ func fullFold(evs []events.Event) (map[string]Row, []uint64) {
 	return rows, refused
 }
 
-// rowFold folds evs into a Table (applyRow) and returns the same as fullFold.
+// rowFold folds evs into a Table (foldRow) and returns the same as fullFold.
 func rowFold(t *testing.T, evs []events.Event) (map[string]Row, []uint64) {
 	t.Helper()
 	table := NewTable()
@@ -52,18 +52,45 @@ func rowFold(t *testing.T, evs []events.Event) (map[string]Row, []uint64) {
 	return rows, refused
 }
 
+// shardFold folds evs as a replay's shard does (foldShard.apply: rows of its own,
+// folded in place, handed to a table at the end) and returns the same as fullFold.
+func shardFold(t *testing.T, evs []events.Event) (map[string]Row, []uint64) {
+	t.Helper()
+	s := &foldShard{rows: map[string]*foldingRow{}}
+	var refused []uint64
+	for _, e := range evs {
+		if err := s.apply(&e); err != nil {
+			refused = append(refused, e.Seq)
+		}
+	}
+	table := NewTable()
+	table.finishReplay([]*foldShard{s}, 0)
+	rows := map[string]Row{}
+	for _, r := range table.Rows() {
+		rows[r.JobID] = r
+	}
+	return rows, refused
+}
+
+// sameFold checks that the table's fold (the live projection's) and a replay shard's
+// give the rows and refusals of the full fold.
 func sameFold(t *testing.T, evs []events.Event) {
 	t.Helper()
 	wantRows, wantRefused := fullFold(evs)
-	gotRows, gotRefused := rowFold(t, evs)
-	if diff := cmp.Diff(wantRows, gotRows); diff != "" {
-		t.Errorf("rows differ from the full fold's (-full +table):\n%s", diff)
-	}
-	if !slices.Equal(wantRefused, gotRefused) {
-		for _, e := range evs {
-			if slices.Contains(wantRefused, e.Seq) != slices.Contains(gotRefused, e.Seq) {
-				t.Errorf("seq %d (%s %s): refused by the full fold %v, by the table %v", e.Seq, e.Name, e.Data,
-					slices.Contains(wantRefused, e.Seq), slices.Contains(gotRefused, e.Seq))
+	for _, c := range []struct {
+		name string
+		fold func(*testing.T, []events.Event) (map[string]Row, []uint64)
+	}{{"table", rowFold}, {"replay shard", shardFold}} {
+		gotRows, gotRefused := c.fold(t, evs)
+		if diff := cmp.Diff(wantRows, gotRows); diff != "" {
+			t.Errorf("%s: rows differ from the full fold's (-full +%s):\n%s", c.name, c.name, diff)
+		}
+		if !slices.Equal(wantRefused, gotRefused) {
+			for _, e := range evs {
+				if slices.Contains(wantRefused, e.Seq) != slices.Contains(gotRefused, e.Seq) {
+					t.Errorf("%s: seq %d (%s %s): refused by the full fold %v, by the %s %v", c.name, e.Seq, e.Name, e.Data,
+						slices.Contains(wantRefused, e.Seq), c.name, slices.Contains(gotRefused, e.Seq))
+				}
 			}
 		}
 	}
@@ -162,7 +189,7 @@ func TestRowFoldEqualsFullFoldOnVariedPayloads(t *testing.T) {
 	// Not a comparison of two refusals: most of these are read reduced, and folded.
 	reduced, folded := 0, 0
 	for _, e := range evs {
-		if keep, ok := keptFields[e.Name]; ok {
+		if keep := keptFields(e.Name); keep != nil {
 			if _, ok := reduce(e.Data, keep); ok {
 				reduced++
 			}
@@ -216,7 +243,7 @@ func FuzzReduce(f *testing.F) {
 		`{"original":null,"dds":5}`, `{"original":{"PATH":"x"}}`, `{"original":{"path":"a","path":"b"}}`} {
 		f.Add([]byte(s))
 	}
-	keep := keptFields[events.Submitted]
+	keep := keptFields(events.Submitted)
 	type summary struct {
 		ID, Name, Kind, Parent, Submitter string
 		Restarts                          int

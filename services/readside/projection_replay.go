@@ -90,7 +90,7 @@ func foldStream(ctx context.Context, stream jetstream.Stream, first, last uint64
 	shards := make([]*foldShard, opts.Shards)
 	g, gctx := errgroup.WithContext(ctx)
 	for i := range shards {
-		shards[i] = &foldShard{table: table, in: make(chan []storedMsg, 4), refused: opts.Refused}
+		shards[i] = &foldShard{rows: map[string]*foldingRow{}, in: make(chan []storedMsg, 4), refused: opts.Refused}
 		g.Go(func() error { return shards[i].run(gctx) })
 	}
 	g.Go(func() error {
@@ -108,7 +108,7 @@ func foldStream(ctx context.Context, stream jetstream.Stream, first, last uint64
 		res.Events += s.events
 		res.Refused += s.refusedN
 	}
-	table.finishReplay(last)
+	table.finishReplay(shards, last)
 	return table, nil
 }
 
@@ -235,14 +235,16 @@ type storedMsg struct {
 	seq     uint64
 }
 
-// foldShard folds its jobs' events into the replay's table.
+// foldShard folds its jobs' events into rows of its own: a replay's shards never share
+// a job, so each folds its rows in place, with no lock, and hands them to the table at the
+// end (Table.finishReplay).
 type foldShard struct {
-	table    *Table
+	rows     map[string]*foldingRow
 	in       chan []storedMsg
 	refused  func(events.Event, error)
 	events   uint64
 	refusedN uint64
-	scratch  events.Job // the job each fold starts from (see foldRow)
+	scratch  events.Job // the job each fold starts from (see foldingRow.fold)
 }
 
 func (s *foldShard) run(ctx context.Context) error {
@@ -257,23 +259,41 @@ func (s *foldShard) run(ctx context.Context) error {
 
 // fold decodes and folds a batch of messages.
 func (s *foldShard) fold(msgs []storedMsg) {
-	for _, m := range msgs {
+	for i := range msgs {
+		m := &msgs[i]
 		e, err := events.DecodeFold(m.data, m.subject, m.seq)
-		if err != nil {
-			s.refusedN++
-			if s.refused != nil {
-				s.refused(e, err)
-			}
-			continue
+		if err == nil {
+			s.events++
+			err = s.apply(&e)
 		}
-		s.events++
-		if err := s.table.replayApply(e, &s.scratch); err != nil {
+		if err != nil {
 			s.refusedN++
 			if s.refused != nil {
 				s.refused(e, err)
 			}
 		}
 	}
+}
+
+// apply folds one event into its job's row, as Table.Apply does: an event at or below
+// the row's stamp is already folded, and a refused one leaves the row as it was. A new
+// row keeps a job ID of its own: the event's may share the bytes of its stream subject
+// (events.DecodeFold).
+func (s *foldShard) apply(e *events.Event) error {
+	r := s.rows[e.JobID]
+	if r == nil {
+		r = new(foldingRow)
+		if err := r.fold(e, &s.scratch); err != nil {
+			return err
+		}
+		r.st.JobID = strings.Clone(r.st.JobID)
+		s.rows[r.st.JobID] = r
+		return nil
+	}
+	if e.Seq != 0 && e.Seq <= r.st.LastSeq {
+		return nil
+	}
+	return r.fold(e, &s.scratch)
 }
 
 // eventOf decodes a stream message with its sequence, subject and route.

@@ -119,10 +119,11 @@ func BenchmarkReplayFold(b *testing.B) {
 		fold func([]storedMsg) *Table
 	}{
 		{"replay", func(msgs []storedMsg) *Table {
-			s := &foldShard{table: NewTable()}
+			s := &foldShard{rows: map[string]*foldingRow{}}
 			s.fold(msgs)
-			s.table.finishReplay(msgs[len(msgs)-1].seq)
-			return s.table
+			t := NewTable()
+			t.finishReplay([]*foldShard{s}, msgs[len(msgs)-1].seq)
+			return t
 		}},
 		{"table-apply", func(msgs []storedMsg) *Table {
 			t := NewTable()
