@@ -190,11 +190,7 @@ func (m *Model) fold(ctx context.Context, msg jetstream.Msg, seq uint64) error {
 		m.folded = seq // the fold refuses what the store would never have accepted
 		return nil
 	}
-	if st.Job != nil && len(st.Job.Original.Bytes) > 0 { // the model never shows the document
-		j := *st.Job
-		j.Original.Bytes = nil
-		st.Job = &j
-	}
+	st = lean(st, prev.Job)
 	if v, ok := viewOf(st); ok {
 		if err := m.update(ctx, v, old); err != nil {
 			return err
@@ -206,6 +202,41 @@ func (m *Model) fold(ctx context.Context, msg jetstream.Msg, seq uint64) error {
 	m.folded = seq
 	return nil
 }
+
+// lean is a state as the model keeps it between a job's events: what the fold reads and
+// viewOf shows. The model follows every job of the log, and a whole state holds the
+// job's description and every rendered script, kilobytes a job: at a million jobs,
+// gigabytes. A parent record keeps its job (its fold reads its children), without the
+// document.
+//
+// A job's lean job is made once: a later event that leaves the job as it was (st.Job is
+// still prev, the lean job of the state it was folded from) keeps it.
+func lean(st events.State, prev *events.Job) events.State {
+	st.Incarnation, st.Transfers, st.LastHash = nil, nil, ""
+	if so := st.StagedOut; so != nil { // the fold reads only whether it succeeded
+		st.StagedOut = stagedOut[so.OK]
+	}
+	if dd := st.DirectoryDeleted; dd != nil { // and only that this happened
+		st.DirectoryDeleted = dirDeleted[dd.OK]
+	}
+	switch j := st.Job; {
+	case j == nil, j == prev:
+	case j.Kind != events.KindGroup:
+		st.Job = &events.Job{ID: j.ID, Name: j.Name, Kind: j.Kind, Count: j.Count, Restarts: j.Restarts}
+	case len(j.Original.Bytes) > 0: // the model never shows the document
+		g := *j
+		g.Original.Bytes = nil
+		st.Job = &g
+	}
+	return st
+}
+
+// The stage-outs and directory removals lean states share (the fold never writes
+// through them).
+var (
+	stagedOut  = map[bool]*events.StagedOutData{false: {OK: false}, true: {OK: true}}
+	dirDeleted = map[bool]*events.DirectoryDeletedData{false: {OK: false}, true: {OK: true}}
+)
 
 // update publishes a job's new view when PTP would see a difference.
 func (m *Model) update(ctx context.Context, v jobView, old *jobView) error {
