@@ -43,6 +43,10 @@ type benchOpts struct {
 	allowRoot  bool
 	memProfile string
 	rawFor     time.Duration
+	// natsServer (--nats-server, with --scale) is an official nats-server binary the
+	// scale run starts on the log and connects to (natsURL), instead of embedding one.
+	natsServer string
+	natsURL    string
 	targets    targetOpts
 }
 
@@ -119,6 +123,7 @@ func benchCmd(e *env) *cobra.Command {
 	o.targets.flags(cmd)
 	cmd.Flags().DurationVar(&o.settle, "settle", 0, "with --scale: after the reads, wait this long and measure the memory again (the embedded server keeps a block's subject state 2 minutes after its last use)")
 	cmd.Flags().BoolVar(&o.submitOnly, "submit-only", false, "measure only the durable submit rows (one a request, bulk, raw appends): with --cpuprofile, a profile of those alone")
+	cmd.Flags().StringVar(&o.natsServer, "nats-server", "", "with --scale: run this nats-server binary on the log and connect to it, as serve --nats-url does, so the RSS row is gridwire's process alone and the server's is printed apart (scripts/install-nats-server.sh installs the pinned one)")
 	cmd.Flags().BoolVar(&o.noReplay, "no-replay", false, "with --scale: leave the replay out (at a million jobs it takes about ten minutes before the reads)")
 	cmd.Flags().IntVar(&o.scale, "scale", 0, "instead of the pipeline run: build a log of this many whole job histories and measure reads, replay and RSS on it")
 	return cmd
@@ -231,7 +236,10 @@ func (r benchResult) print(e *env) {
 	}
 	if r.RSSMiB > 0 {
 		what := "RSS, all services + NATS"
-		if r.CatchUpSeconds > 0 {
+		switch {
+		case r.Scale != nil && r.Scale.ExternalServer:
+			what = "RSS, read side + ingest (NATS apart)"
+		case r.CatchUpSeconds > 0:
 			what = "RSS, read side + ingest + NATS"
 		}
 		row(fmt.Sprintf("%s, %d jobs", what, r.LogJobs), fmt.Sprintf("%.0f MiB", r.RSSMiB), fmt.Sprintf("Go heap in use %.0f MiB", r.HeapMiB),
@@ -415,7 +423,7 @@ func benchSystem(ctx context.Context, e *env, o *benchOpts, dir string, services
 // local fork cluster); --work-root applies to the clusters that name no work root.
 func benchSystemWith(ctx context.Context, e *env, o *benchOpts, dir string, services []string, clusters []cluster.Cluster) (*system, *errgroup.Group, context.CancelFunc, error) {
 	quiet := &env{getenv: func(string) string { return "" }, stdout: e.stdout, stderr: e.stderr}
-	sys, err := openSystem(ctx, quiet, &busFlags{data: dir, logLevel: "error", stateCacheMiB: 256}, true)
+	sys, err := openSystem(ctx, quiet, &busFlags{data: dir, natsURL: o.natsURL, logLevel: "error", stateCacheMiB: 256}, true)
 	if err != nil {
 		return nil, nil, nil, err
 	}

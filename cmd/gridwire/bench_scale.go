@@ -30,7 +30,16 @@ import (
 func runScale(ctx context.Context, e *env, o *benchOpts) (benchResult, error) {
 	r := benchResult{CPUs: runtime.NumCPU(), Load: loadAvg()}
 	dir := filepath.Join(o.data, "scale")
-	sample, err := existingLog(ctx, e, dir, 10000)
+	var srv *natsServer
+	if o.natsServer != "" {
+		var err error
+		if srv, err = startNATSServer(ctx, o.natsServer, dir); err != nil {
+			return r, err
+		}
+		defer srv.stop()
+		o.natsURL = srv.url
+	}
+	sample, err := existingLog(ctx, e, o, dir, 10000)
 	if err != nil {
 		return r, err
 	}
@@ -40,7 +49,7 @@ func runScale(ctx context.Context, e *env, o *benchOpts) (benchResult, error) {
 			return r, err
 		}
 		start := time.Now()
-		if sample, err = fillLog(ctx, e, dir, tmpl, o.scale-1, 10000); err != nil {
+		if sample, err = fillLog(ctx, e, o, dir, tmpl, o.scale-1, 10000); err != nil {
 			return r, err
 		}
 		r.FillSeconds = time.Since(start).Seconds()
@@ -48,7 +57,7 @@ func runScale(ctx context.Context, e *env, o *benchOpts) (benchResult, error) {
 		fmt.Fprintf(e.stderr, "bench: reusing the log in %s (built for --scale %d)\n", dir, o.scale)
 	}
 	if !o.noReplay {
-		if err := replayAlone(ctx, e, dir, &r); err != nil {
+		if err := replayAlone(ctx, e, o, dir, &r); err != nil {
 			return r, err
 		}
 		fmt.Fprintf(e.stderr, "bench: replay %.0f events/s, raw consume %.0f/s\n", r.ReplayPerSec, r.RawConsumePerSec)
@@ -72,8 +81,9 @@ func runScale(ctx context.Context, e *env, o *benchOpts) (benchResult, error) {
 	r.CatchUpSeconds = time.Since(start).Seconds()
 	r.LogJobs = o.scale
 	r.RSSMiB, r.HeapMiB = memory(o.memProfile)
-	sr := &scaleRow{CaughtUp: splitHeap()}
+	sr := &scaleRow{CaughtUp: splitHeap(), ExternalServer: srv != nil}
 	r.Scale = sr
+	sr.ServerRSSMiB = srv.rss()
 	cpu0, _ := cpuTimes()
 	if r.Reads, err = measureReads(ctx, base, sys.bus.Conn, sample, o.readJobs); err != nil {
 		return r, err
@@ -81,6 +91,7 @@ func runScale(ctx context.Context, e *env, o *benchOpts) (benchResult, error) {
 	cpu1, _ := cpuTimes()
 	sr.ReadCPUMicros = float64((cpu1 - cpu0).Microseconds()) / float64(max(o.readJobs, 1))
 	sr.AfterReads = measureMemory(profileAt(o.memProfile, "reads"))
+	sr.AfterReads.ServerRSSMiB = srv.rss()
 	if o.settle > 0 {
 		select {
 		case <-ctx.Done():
@@ -88,6 +99,7 @@ func runScale(ctx context.Context, e *env, o *benchOpts) (benchResult, error) {
 		case <-time.After(o.settle):
 		}
 		sr.Settled = measureMemory(profileAt(o.memProfile, "settled"))
+		sr.Settled.ServerRSSMiB = srv.rss()
 	}
 	fmt.Fprintf(e.stderr, "bench: heap caught up: NATS server %.0f MiB (subject trees %.0f), gridwire %.0f MiB; reads %.0f us of CPU a job; after them RSS %.0f MiB (heap %.0f)\n",
 		sr.CaughtUp.ServerMiB, sr.CaughtUp.SubjectTreesMiB, sr.CaughtUp.GridwireMiB, sr.ReadCPUMicros, sr.AfterReads.RSSMiB, sr.AfterReads.HeapMiB)
@@ -102,9 +114,8 @@ func runScale(ctx context.Context, e *env, o *benchOpts) (benchResult, error) {
 // running: its table is the only one in the process, dropped before the read side
 // starts, so a million-job run holds one job table at a time (a replay beside the
 // caught-up read side held two, and passed 13 GB).
-func replayAlone(ctx context.Context, e *env, dir string, r *benchResult) error {
-	sys, err := openSystem(ctx, &env{getenv: func(string) string { return "" }, stdout: e.stdout, stderr: e.stderr},
-		&busFlags{data: dir, logLevel: "error", stateCacheMiB: 256}, true)
+func replayAlone(ctx context.Context, e *env, o *benchOpts, dir string, r *benchResult) error {
+	sys, err := openSystem(ctx, &env{getenv: func(string) string { return "" }, stdout: e.stdout, stderr: e.stderr}, o.scaleBus(dir), true)
 	if err != nil {
 		return err
 	}
@@ -115,12 +126,11 @@ func replayAlone(ctx context.Context, e *env, dir string, r *benchResult) error 
 // existingLog is nil when dir holds no log yet; else up to keep job IDs of the log
 // there (a --scale run before built it), read from random sequences of the stream: the
 // million-job log is built once and measured as often as wanted.
-func existingLog(ctx context.Context, e *env, dir string, keep int) ([]string, error) {
+func existingLog(ctx context.Context, e *env, o *benchOpts, dir string, keep int) ([]string, error) {
 	if _, err := os.Stat(filepath.Join(dir, "jetstream")); err != nil {
 		return nil, nil
 	}
-	sys, err := openSystem(ctx, &env{getenv: func(string) string { return "" }, stdout: e.stdout, stderr: e.stderr},
-		&busFlags{data: dir, logLevel: "error", stateCacheMiB: 256}, true)
+	sys, err := openSystem(ctx, &env{getenv: func(string) string { return "" }, stdout: e.stdout, stderr: e.stderr}, o.scaleBus(dir), true)
 	if err != nil {
 		return nil, err
 	}
@@ -175,9 +185,8 @@ func templateHistory(ctx context.Context, e *env, o *benchOpts, dir string) ([]e
 // fillLog publishes n copies of the template history to the log in dir, in chunks of
 // jobs whose k-th events go out together (each event's prevseq is the sequence its
 // predecessor got). It returns up to keep of the new job IDs, picked at random.
-func fillLog(ctx context.Context, e *env, dir string, tmpl []events.Event, n, keep int) ([]string, error) {
-	sys, err := openSystem(ctx, &env{getenv: func(string) string { return "" }, stdout: e.stdout, stderr: e.stderr},
-		&busFlags{data: dir, logLevel: "error", stateCacheMiB: 256}, true)
+func fillLog(ctx context.Context, e *env, o *benchOpts, dir string, tmpl []events.Event, n, keep int) ([]string, error) {
+	sys, err := openSystem(ctx, &env{getenv: func(string) string { return "" }, stdout: e.stdout, stderr: e.stderr}, o.scaleBus(dir), true)
 	if err != nil {
 		return nil, err
 	}
@@ -249,10 +258,14 @@ func fillChunk(ctx context.Context, js jetstream.JetStream, tmpl []events.Event,
 // threads, the embedded server's included, so it does not depend on the machine's load
 // as the latencies do), and the memory after the reads and after --settle.
 type scaleRow struct {
-	CaughtUp      heapSplit `json:"heap_caught_up"`
-	ReadCPUMicros float64   `json:"read_cpu_us_per_job"` // a job read, its events read and the yardsticks (a direct get, another job's walk)
-	AfterReads    memoryAt  `json:"after_reads"`
-	Settled       memoryAt  `json:"settled,omitzero"`
+	CaughtUp heapSplit `json:"heap_caught_up"`
+	// ExternalServer: the log was served by a nats-server process of its own
+	// (--nats-server), whose RSS is ServerRSSMiB, not part of the RSS row.
+	ExternalServer bool     `json:"external_nats_server,omitempty"`
+	ServerRSSMiB   float64  `json:"external_nats_server_rss_mib,omitempty"`
+	ReadCPUMicros  float64  `json:"read_cpu_us_per_job"` // a job read, its events read and the yardsticks (a direct get, another job's walk)
+	AfterReads     memoryAt `json:"after_reads"`
+	Settled        memoryAt `json:"settled,omitzero"`
 }
 
 // memoryAt is the process's memory at one moment, after a collection.
@@ -260,6 +273,8 @@ type memoryAt struct {
 	RSSMiB  float64   `json:"rss_mib"`
 	HeapMiB float64   `json:"heap_mib"`
 	Split   heapSplit `json:"split"`
+	// ServerRSSMiB is the external server's RSS at the same moment (--nats-server).
+	ServerRSSMiB float64 `json:"external_nats_server_rss_mib,omitempty"`
 }
 
 func measureMemory(profile string) memoryAt {
@@ -288,6 +303,10 @@ func printScale(w io.Writer, s *scaleRow) {
 		return fmt.Sprintf("NATS server %.0f MiB (its subject trees %.0f), gridwire %.0f MiB", h.ServerMiB, h.SubjectTreesMiB, h.GridwireMiB)
 	}
 	fmt.Fprintf(w, "  Go heap once caught up: %s\n", split(s.CaughtUp))
+	if s.ExternalServer {
+		fmt.Fprintf(w, "  the external nats-server (--nats-server), RSS: %.0f MiB once caught up, %.0f MiB after the reads\n",
+			s.ServerRSSMiB, s.AfterReads.ServerRSSMiB)
+	}
 	fmt.Fprintf(w, "  CPU of the process per job read (job, its events, a direct get, the store's walk of another): %.0f us\n", s.ReadCPUMicros)
 	fmt.Fprintf(w, "  after the reads: RSS %.0f MiB, heap %.0f MiB: %s\n", s.AfterReads.RSSMiB, s.AfterReads.HeapMiB, split(s.AfterReads.Split))
 	if s.Settled.RSSMiB > 0 {
