@@ -38,9 +38,11 @@ func (s *Store) CreateAll(ctx context.Context, evs []Event) (seqs []uint64, errs
 	return seqs, errs
 }
 
-// sentWindow is a window of appends sent and not yet settled.
+// sentWindow is a window of appends sent and not yet settled: through the store's own
+// pipe (pipe), or as jetstream futures.
 type sentWindow struct {
 	evs     []Event
+	pipe    *pipeWindow
 	futures []jetstream.PubAckFuture
 	seqs    []uint64
 	errs    []error
@@ -49,7 +51,7 @@ type sentWindow struct {
 // sendWindow signs, encodes and sends a window's appends without waiting for any
 // acknowledgement; an event that could not be sent has its error in errs.
 func (s *Store) sendWindow(evs []Event, errs []error) *sentWindow {
-	w := &sentWindow{evs: evs, futures: make([]jetstream.PubAckFuture, len(evs)), errs: errs}
+	w := &sentWindow{evs: evs, errs: errs}
 	for i := range evs {
 		e := &evs[i]
 		if e.Source == "" {
@@ -58,6 +60,14 @@ func (s *Store) sendWindow(evs []Event, errs []error) *sentWindow {
 		e.PrevHash, e.PrevSeq = "", 0
 	}
 	s.signAll(evs, errs)
+	if s.nc != nil && !s.viaJS {
+		if pw, err := s.pipe.open(s.nc, len(evs)); err == nil {
+			w.pipe = pw
+			s.sendPiped(w)
+			return w
+		}
+	}
+	w.futures = make([]jetstream.PubAckFuture, len(evs))
 	for i := range evs {
 		if errs[i] != nil {
 			continue
@@ -75,12 +85,63 @@ func (s *Store) sendWindow(evs []Event, errs []error) *sentWindow {
 	return w
 }
 
+// sendPiped sends a window's appends through the pipe: the messages PublishMsgAsync
+// sends for them (the same headers: the event's ID as the message ID, no earlier event
+// of its job as the condition), with one header map for the window, since each message
+// is written out before the next is made.
+func (s *Store) sendPiped(w *sentWindow) {
+	id, last, filter := []string{""}, []string{"0"}, []string{""}
+	msg := &nats.Msg{Header: nats.Header{jetstream.MsgIDHeader: id, jetstream.ExpectedLastSubjSeqHeader: last,
+		jetstream.ExpectedLastSubjSeqSubjHeader: filter}}
+	var reply []byte
+	for i := range w.evs {
+		if w.errs[i] != nil {
+			continue
+		}
+		e := &w.evs[i]
+		body, err := e.Encode()
+		if err != nil {
+			w.errs[i] = err
+			continue
+		}
+		reply = s.pipe.replyTo(reply, w.pipe, i)
+		msg.Subject, msg.Reply, msg.Data = e.subject(), string(reply), body
+		id[0], filter[0] = e.ID, JobFilter(e.JobID)
+		w.pipe.sent(i) // before the publish: its answer may come before PublishMsg returns
+		if err := s.nc.PublishMsg(msg); err != nil {
+			w.pipe.answer(i, 0, err)
+		}
+	}
+	w.pipe.sealed()
+}
+
 // settleWindow waits for a sent window's acknowledgements. Once the window's time is
 // up, every append not yet acknowledged is settled by a read: the closed Done channel
 // never blocks again.
 func (s *Store) settleWindow(ctx context.Context, w *sentWindow) {
 	wctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	if w.pipe != nil {
+		select {
+		case <-w.pipe.done:
+		case <-wctx.Done():
+		}
+		s.pipe.settle(w.pipe) // no answer is recorded after this
+		for i, a := range w.pipe.acks {
+			switch {
+			case !a.sent:
+				continue
+			case !a.got:
+				w.errs[i] = context.DeadlineExceeded
+			case a.err != nil:
+				w.errs[i] = a.err
+			default:
+				w.seqs[i] = a.seq
+			}
+			s.settleOne(ctx, w, i)
+		}
+		return
+	}
 	for i, f := range w.futures {
 		if f == nil {
 			continue
@@ -93,12 +154,18 @@ func (s *Store) settleWindow(ctx context.Context, w *sentWindow) {
 		case <-wctx.Done():
 			w.errs[i] = context.DeadlineExceeded
 		}
-		if err := w.errs[i]; err != nil && (isConflict(err) || isTimeout(err)) && ctx.Err() == nil {
-			w.seqs[i], w.errs[i] = s.Create(ctx, w.evs[i]) // settled one at a time, as Create does
-		}
-		if w.errs[i] != nil {
-			w.errs[i] = fmt.Errorf("appending %s to job %s: %w", w.evs[i].Name, w.evs[i].JobID, w.errs[i])
-		}
+		s.settleOne(ctx, w, i)
+	}
+}
+
+// settleOne settles an append whose answer was a timeout or a conflict, as Create
+// settles it, by reading the job's last message, and names the job in its error.
+func (s *Store) settleOne(ctx context.Context, w *sentWindow, i int) {
+	if err := w.errs[i]; err != nil && (isConflict(err) || isTimeout(err)) && ctx.Err() == nil {
+		w.seqs[i], w.errs[i] = s.Create(ctx, w.evs[i]) // settled one at a time, as Create does
+	}
+	if w.errs[i] != nil {
+		w.errs[i] = fmt.Errorf("appending %s to job %s: %w", w.evs[i].Name, w.evs[i].JobID, w.errs[i])
 	}
 }
 

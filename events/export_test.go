@@ -24,3 +24,15 @@ func HoldSigning(k *SigningKey) (release func(n int, done <-chan struct{})) {
 		end()
 	}
 }
+
+// DropPipeAcks makes s's own bulk publishing lose the acknowledgement of every append
+// for which drop is true (its index in its window), as a network would: the append is
+// stored and the store sees no answer.
+func DropPipeAcks(s *Store, drop func(i int) bool) {
+	s.pipe.mu.Lock()
+	s.pipe.dropAck = drop
+	s.pipe.mu.Unlock()
+}
+
+// ReadPubAck is what the store's own bulk publishing reads an acknowledgement as.
+var ReadPubAck = readPubAck

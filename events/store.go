@@ -22,6 +22,8 @@ type Store struct {
 	retries int
 	cache   *stateCache
 	key     *SigningKey
+	viaJS   bool    // CreateAll publishes through js, not pipe
+	pipe    ackPipe // CreateAll's own publishing and acknowledgements (append_pipe.go)
 }
 
 // StoreOption tunes a Store.
@@ -42,6 +44,11 @@ func WithConflictRetries(n int) StoreOption { return func(s *Store) { s.retries 
 // WithSigningKey signs every event the store appends with key, and refuses (before
 // anything is written) an event the key's role may not write.
 func WithSigningKey(key *SigningKey) StoreOption { return func(s *Store) { s.key = key } }
+
+// WithJetStreamPublish makes CreateAll publish through the store's JetStream client
+// (PublishMsgAsync) rather than on its connection with acknowledgements of its own: for
+// a client wrapped to inject faults (pkg/natsfault), so that they reach bulk appends too.
+func WithJetStreamPublish() StoreOption { return func(s *Store) { s.viaJS = true } }
 
 // NewStore returns a store whose events carry the given source (the emitting service
 // instance, e.g. "gridwire/executor/host-1").

@@ -465,8 +465,20 @@ func TestStoredShowsEveryStoredEvent(t *testing.T) {
 
 // CreateAll stores each new job's first event, and refuses one whose job already has a
 // history without disturbing the others.
+// Both ways of publishing: the store's own (append_pipe.go) and jetstream's.
 func TestCreateAllStoresEachJobOnce(t *testing.T) {
-	_, st := openStore(t)
+	for _, viaJS := range []bool{false, true} {
+		t.Run(map[bool]string{false: "pipe", true: "jetstream"}[viaJS], func(t *testing.T) {
+			b, st := openStore(t)
+			if viaJS {
+				st = events.NewStore(b.Conn, b.JS, "test/store", events.WithJetStreamPublish())
+			}
+			createAllStoresEachJobOnce(t, st)
+		})
+	}
+}
+
+func createAllStoresEachJobOnce(t *testing.T, st *events.Store) {
 	ctx := context.Background()
 	taken := events.NewID()
 	if _, err := st.Create(ctx, submitted(t, taken)); err != nil {

@@ -1,0 +1,137 @@
+package events_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/gridwire/gridwire/events"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// CreateAll through the store's own pipe and through jetstream's PublishMsgAsync store
+// the same message for an event: the same subject, body and headers (the message ID
+// that de-duplicates a retry, the condition on the job's last sequence).
+func TestCreateAllPipeSendsWhatJetStreamSends(t *testing.T) {
+	b, st := openStore(t)
+	viaJS := events.NewStore(b.Conn, b.JS, "test/store", events.WithJetStreamPublish())
+	ctx := context.Background()
+	stream, err := b.JS.Stream(ctx, events.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [2]*jetstream.RawStreamMsg
+	for k, s := range []*events.Store{st, viaJS} {
+		e := submitted(t, "JOB")
+		e.ID, e.JobID = "EVENT1", "JOB"
+		if k == 1 {
+			e.ID, e.JobID = "EVENT2", "JOB2" // a job of its own, the same event otherwise
+		}
+		seqs, errs := s.CreateAll(ctx, []events.Event{e, submitted(t, events.NewID())})
+		if errs[0] != nil || errs[1] != nil {
+			t.Fatal(errs)
+		}
+		if got[k], err = stream.GetMsg(ctx, seqs[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pipe, js := got[0], got[1]
+	if pipe.Subject != "jobs.JOB.submitted._" || js.Subject != "jobs.JOB2.submitted._" {
+		t.Fatalf("subjects %q and %q", pipe.Subject, js.Subject)
+	}
+	if p, j := pipe.Header.Get(jetstream.MsgIDHeader), js.Header.Get(jetstream.MsgIDHeader); p != "EVENT1" || j != "EVENT2" {
+		t.Errorf("message IDs %q and %q", p, j)
+	}
+	if p, j := pipe.Header.Get(jetstream.ExpectedLastSubjSeqHeader), js.Header.Get(jetstream.ExpectedLastSubjSeqHeader); p != "0" || j != "0" {
+		t.Errorf("expected last sequences %q and %q", p, j)
+	}
+	if p, j := pipe.Header.Get(jetstream.ExpectedLastSubjSeqSubjHeader), js.Header.Get(jetstream.ExpectedLastSubjSeqSubjHeader); p != "jobs.JOB.>" || j != "jobs.JOB2.>" {
+		t.Errorf("conditions on %q and %q", p, j)
+	}
+	if len(pipe.Header) != len(js.Header) {
+		t.Errorf("headers %v through the pipe, %v through jetstream", pipe.Header, js.Header)
+	}
+	// The bodies differ only in the job's ID and its time; both decode to the event.
+	for _, m := range []*jetstream.RawStreamMsg{pipe, js} {
+		e, err := events.DecodeStored(m.Data, m.Subject, m.Sequence)
+		if err != nil || e.ID[:5] != "EVENT" || e.Source != "test/store" {
+			t.Fatalf("stored %s: %+v, %v", m.Data, e, err)
+		}
+	}
+}
+
+// Acknowledgements lost on the way (the append stored, the store never answered) are
+// settled by reading the job back: CreateAll reports every job stored, at its own
+// sequence, and none is stored twice.
+func TestCreateAllSettlesLostAcknowledgements(t *testing.T) {
+	b, _ := openStore(t)
+	st := events.NewStore(b.Conn, b.JS, "test/store", events.WithTimeout(300*time.Millisecond))
+	events.DropPipeAcks(st, func(i int) bool { return i%3 == 1 })
+	ctx := context.Background()
+	var evs []events.Event
+	for range 700 { // two windows
+		evs = append(evs, submitted(t, events.NewID()))
+	}
+	seqs, errs := st.CreateAll(ctx, evs)
+	for i, err := range errs {
+		if err != nil || seqs[i] == 0 {
+			t.Fatalf("job %d: %v at %d", i, err, seqs[i])
+		}
+	}
+	stream, err := b.JS.Stream(ctx, events.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != uint64(len(evs)) {
+		t.Fatalf("%d messages stored for %d jobs", info.State.Msgs, len(evs))
+	}
+	for _, i := range []int{0, 1, 4, 511, 512, 513, 699} {
+		h, err := st.Load(ctx, evs[i].JobID)
+		if err != nil || len(h.Events) != 1 || h.LastSeq != seqs[i] || h.Events[0].ID != evs[i].ID {
+			t.Fatalf("job %d: %d events at %d (want 1 at %d), %v", i, len(h.Events), h.LastSeq, seqs[i], err)
+		}
+	}
+}
+
+// An acknowledgement is read as jetstream reads it: the plain form directly, the rest
+// (an error, a duplicate, a domain) by encoding/json, no stream as
+// ErrNoStreamResponse, anything else as ErrInvalidJSAck.
+func TestReadPubAck(t *testing.T) {
+	status := func(code string) *nats.Msg { return &nats.Msg{Header: nats.Header{"Status": {code}}} }
+	for _, c := range []struct {
+		m    *nats.Msg
+		seq  uint64
+		want error
+		code jetstream.ErrorCode
+	}{
+		{m: &nats.Msg{Data: []byte(`{"stream":"JOBS","seq":42}`)}, seq: 42},
+		{m: &nats.Msg{Data: []byte(`{"stream":"JOBS","seq":18446744073709551615}`)}, seq: 18446744073709551615},
+		{m: &nats.Msg{Data: []byte(`{"stream":"JOBS","seq":7,"duplicate":true}`)}, seq: 7},
+		{m: &nats.Msg{Data: []byte(`{"stream":"JOBS", "domain":"hub","seq":9}`)}, seq: 9},
+		{m: &nats.Msg{Data: []byte(`{"stream":"J\"X","seq":5}`)}, seq: 5},
+		{m: &nats.Msg{Data: []byte(`{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 3"},"stream":"JOBS","seq":0}`)},
+			code: jetstream.JSErrCodeStreamWrongLastSequence},
+		{m: status("503"), want: jetstream.ErrNoStreamResponse},
+		{m: status("408"), want: jetstream.ErrInvalidJSAck},
+		{m: &nats.Msg{Data: []byte(`{"seq":3}`)}, want: jetstream.ErrInvalidJSAck},
+		{m: &nats.Msg{Data: []byte(`{"stream":"JOBS","seq":01}`)}, want: jetstream.ErrInvalidJSAck},
+		{m: &nats.Msg{Data: []byte(`not json`)}, want: jetstream.ErrInvalidJSAck},
+	} {
+		seq, err := events.ReadPubAck(c.m)
+		var apiErr *jetstream.APIError
+		switch {
+		case c.code != 0:
+			if !errors.As(err, &apiErr) || apiErr.ErrorCode != c.code {
+				t.Errorf("%s: %v, want API error %d", c.m.Data, err, c.code)
+			}
+		case !errors.Is(err, c.want) || seq != c.seq:
+			t.Errorf("%s %v: %d, %v; want %d, %v", c.m.Data, c.m.Header, seq, err, c.seq, c.want)
+		}
+	}
+}
