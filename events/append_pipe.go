@@ -58,7 +58,7 @@ func (p *ackPipe) start(nc *nats.Conn) error {
 		return nil
 	}
 	prefix := nc.NewInbox() + "."
-	sub, err := nc.Subscribe(prefix+"*.*", p.handle)
+	sub, err := nc.Subscribe(prefix+"*.*", func(m *nats.Msg) { p.handle(prefix, m) })
 	if err != nil {
 		return err
 	}
@@ -141,8 +141,8 @@ func (p *ackPipe) settle(w *pipeWindow) {
 }
 
 // handle reads one acknowledgement: <prefix><window>.<index>.
-func (p *ackPipe) handle(m *nats.Msg) {
-	rest, ok := strings.CutPrefix(m.Subject, p.prefix)
+func (p *ackPipe) handle(prefix string, m *nats.Msg) {
+	rest, ok := strings.CutPrefix(m.Subject, prefix)
 	if !ok {
 		return
 	}
