@@ -59,19 +59,30 @@ func DecodeStored(body []byte, subject string, seq uint64) (Event, error) {
 // decoding an envelope allocated. When the body's subject is the job token of subject,
 // JobID shares subject's bytes.
 func DecodeFold(body []byte, subject string, seq uint64) (Event, error) {
-	e, err := scanFields(body, &lean{subject: subject})
+	e, _, err := DecodeFoldJSON(body, subject, seq)
+	return e, err
+}
+
+// DecodeFoldJSON is DecodeFold, and also reports whether the decoder read the event's
+// data as JSON and checked it against json.Valid's grammar (JSONValueEnd), as it does for
+// every body in the layout Store writes ("data", not data_base64). A fold that walks the
+// data again, as the job table's does the large payloads, may then skip what it does
+// not keep instead of checking it a second time.
+func DecodeFoldJSON(body []byte, subject string, seq uint64) (Event, bool, error) {
+	l := lean{subject: subject}
+	e, err := scanFields(body, &l)
 	if err != nil {
 		if e, err = DecodeStored(body, subject, seq); err != nil {
-			return e, err
+			return e, false, err
 		}
 		e.Source, e.Principal, e.PrevHash, e.PrevSeq, e.Signer, e.Signature = "", "", "", 0, "", ""
-		return e, nil
+		return e, false, nil
 	}
 	e.Seq, e.Subject, e.PrevSeq = seq, subject, 0 // prevseq checked, not kept
 	if route, ok := routeOf(subject); ok && route != NoRoute {
 		e.Route = route
 	}
-	return e, nil
+	return e, l.checkedJSON, nil
 }
 
 // routeOf is RouteOfSubject without its allocations: the fourth of exactly four
@@ -96,7 +107,8 @@ func routeOf(subject string) (string, bool) {
 // lean says what a scan keeps: everything (nil), or what a fold reads, with the stored
 // subject whose job token the job ID may share.
 type lean struct {
-	subject string
+	subject     string
+	checkedJSON bool // the data was read as JSON (its "data" member) and checked
 }
 
 // jobID is the job ID val as a string, sharing the subject's bytes when it is the
@@ -168,6 +180,9 @@ func scanFields(b []byte, l *lean) (Event, error) {
 				return e, errSlowPath
 			}
 			e.Data, haveData, j = json.RawMessage(data[:n:n]), true, end
+			if l != nil {
+				l.checkedJSON = false
+			}
 		case "data":
 			// Data as Encode writes it now: a JSON object or array, kept as written (it
 			// shares the body's bytes). Bodies written before hold it in data_base64.
@@ -179,6 +194,9 @@ func scanFields(b []byte, l *lean) (Event, error) {
 				return e, errSlowPath
 			}
 			e.Data, haveData, j = json.RawMessage(b[j:end:end]), true, end
+			if l != nil {
+				l.checkedJSON = true
+			}
 		default:
 			val, end, err := scanString(b, j)
 			if err != nil {

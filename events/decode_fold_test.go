@@ -60,9 +60,14 @@ func foldView(e Event) Event {
 func checkDecodeFold(t *testing.T, body []byte, subject string, seq uint64) {
 	t.Helper()
 	want, wantErr := DecodeStored(body, subject, seq)
-	got, err := DecodeFold(body, subject, seq)
+	got, checked, err := DecodeFoldJSON(body, subject, seq)
 	if (err == nil) != (wantErr == nil) {
 		t.Fatalf("DecodeFold: %v, DecodeStored: %v, on %q under %q", err, wantErr, body, subject)
+	}
+	// A fold may skip, not check, what it does not keep of data the decoder says it
+	// checked as JSON.
+	if checked && !json.Valid(got.Data) {
+		t.Fatalf("DecodeFoldJSON says it checked data that is not JSON: %q", body)
 	}
 	if d := cmp.Diff(foldView(want), got); d != "" {
 		t.Fatalf("DecodeFold differs from DecodeStored (-stored +fold) under %q:\n%s\n%s", subject, d, body)
@@ -129,6 +134,20 @@ func envelopeWith(id, attr, raw string) []byte {
 		b = append(b, `"`+a[0]+`":`+a[1]...)
 	}
 	return append(b, '}')
+}
+
+// Every body Store writes now has its data checked as JSON by a fold's decode, and none
+// with its data in base64 (the old spelling) has.
+func TestDecodeFoldChecksStoreWrittenData(t *testing.T) {
+	subject := Subject("01JDJ7Q1ZQ3S2K2B9Y4N3Y8W5A", Started, "c1")
+	for _, b := range storeBodies(t) {
+		if _, checked, err := DecodeFoldJSON(b, subject, 1); err != nil || !checked {
+			t.Errorf("checked %v, %v: %s", checked, err, b)
+		}
+		if _, checked, err := DecodeFoldJSON(oldSpelling(t, b), subject, 1); err != nil || checked {
+			t.Errorf("old spelling: checked %v, %v: %s", checked, err, b)
+		}
+	}
 }
 
 // A fold's decode allocates the event's ID and nothing else (the job ID shares the

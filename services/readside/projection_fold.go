@@ -59,7 +59,7 @@ func keptFields(n events.Name) []field {
 // filled into scratch, so it allocates no job of its own.
 func foldRow(old row, e events.Event, scratch *events.Job) (row, error) {
 	st := old.foldState(scratch)
-	reduceData(&e)
+	reduceData(&e, false)
 	if err := st.Fold(&e); err != nil {
 		return row{}, err
 	}
@@ -87,12 +87,13 @@ type jobSummary struct {
 
 // fold folds e into the row in place (events.State.Fold, reading of the large payloads
 // only the fields the row keeps); a refused event leaves it as it was. The fold starts
-// from the row's job written into scratch. e's data may be replaced by its reduction.
-func (r *foldingRow) fold(e *events.Event, scratch *events.Job) error {
+// from the row's job written into scratch. e's data may be replaced by its reduction;
+// checked says the decoder checked it as JSON.
+func (r *foldingRow) fold(e *events.Event, checked bool, scratch *events.Job) error {
 	if r.hasJob {
 		r.st.Job = r.fillJob(scratch)
 	}
-	reduceData(e)
+	reduceData(e, checked)
 	err := r.st.Fold(e)
 	if err == nil {
 		r.keep()
@@ -157,10 +158,11 @@ func (t *Table) finishReplay(shards []*foldShard, seq uint64) {
 }
 
 // reduceData replaces the data of an event whose payload the row keeps only a few fields
-// of by those fields, when it is plainly written (see reduce).
-func reduceData(e *events.Event) {
+// of by those fields, when it is plainly written (see reduce; checked: the decoder
+// checked the data as JSON).
+func reduceData(e *events.Event, checked bool) {
 	if keep := keptFields(e.Name); keep != nil {
-		if data, ok := reduce(e.Data, keep); ok {
+		if data, ok := reduce(e.Data, keep, checked); ok {
 			e.Data = data
 		}
 	}
@@ -172,9 +174,13 @@ func reduceData(e *events.Event) {
 // it goes (the values it skips by events.JSONValueEnd, json.Valid's grammar); it may
 // send to the whole decode what encoding/json would accept (an escaped key), never the
 // reverse.
-func reduce(payload []byte, keep []field) (json.RawMessage, bool) {
+//
+// checked says the payload is known to be valid JSON (the decoder checked it: see
+// events.DecodeFoldJSON); the values it skips are then skipped, not checked again (the
+// rendered scripts of an incarnated payload are kilobytes).
+func reduce(payload []byte, keep []field, checked bool) (json.RawMessage, bool) {
 	i := skipWS(payload, 0)
-	out, end, ok := reduceObject(payload, i, keep)
+	out, end, ok := reduceObject(payload, i, keep, checked)
 	if !ok || skipWS(payload, end) != len(payload) {
 		return nil, false
 	}
@@ -183,7 +189,7 @@ func reduce(payload []byte, keep []field) (json.RawMessage, bool) {
 
 // reduceObject reduces the object at b[i] to the fields of keep and returns the index
 // after it.
-func reduceObject(b []byte, i int, keep []field) (json.RawMessage, int, bool) {
+func reduceObject(b []byte, i int, keep []field, checked bool) (json.RawMessage, int, bool) {
 	if i >= len(b) || b[i] != '{' {
 		return nil, i, false
 	}
@@ -200,7 +206,7 @@ func reduceObject(b []byte, i int, keep []field) (json.RawMessage, int, bool) {
 			i++
 			break
 		}
-		end, ok := events.JSONStringEnd(b, i)
+		end, ok := stringEnd(b, i, checked)
 		if !ok {
 			return nil, i, false
 		}
@@ -219,9 +225,9 @@ func reduceObject(b []byte, i int, keep []field) (json.RawMessage, int, bool) {
 		var vend int
 		switch {
 		case k >= 0 && keep[k].sub != nil && i < len(b) && b[i] == '{':
-			vals[k], vend, ok = reduceObject(b, i, keep[k].sub)
+			vals[k], vend, ok = reduceObject(b, i, keep[k].sub, checked)
 		default:
-			vend, ok = events.JSONValueEnd(b, i)
+			vend, ok = valueEnd(b, i, checked)
 			if k >= 0 {
 				vals[k] = b[i:vend]
 			}
@@ -240,6 +246,80 @@ func reduceObject(b []byte, i int, keep []field) (json.RawMessage, int, bool) {
 		return nil, i, false
 	}
 	return reduced(keep, vals), i, true
+}
+
+// valueEnd is the index after the JSON value at b[i], and whether there is one: checked
+// by events.JSONValueEnd, or skipped by skipValue when the text is known to be valid.
+func valueEnd(b []byte, i int, checked bool) (int, bool) {
+	if checked {
+		return skipValue(b, i), true
+	}
+	return events.JSONValueEnd(b, i)
+}
+
+// stringEnd is valueEnd for a string (an object's key).
+func stringEnd(b []byte, i int, checked bool) (int, bool) {
+	if checked && i < len(b) && b[i] == '"' {
+		return skipString(b, i), true
+	}
+	return events.JSONStringEnd(b, i)
+}
+
+// skipValue returns the index after the JSON value at b[i] of a valid JSON text: a
+// string after its closing quote, an object or array after its closing bracket, any
+// other value at the next delimiter. It checks nothing; on a valid text it ends where
+// events.JSONValueEnd ends (FuzzSkipValue).
+func skipValue(b []byte, i int) int {
+	depth := 0
+	for i < len(b) {
+		switch b[i] {
+		case '"':
+			if i = skipString(b, i); depth == 0 {
+				return i
+			}
+		case '{', '[':
+			depth++
+			i++
+		case '}', ']':
+			depth--
+			if i++; depth <= 0 {
+				return i
+			}
+		default:
+			if depth == 0 {
+				for i < len(b) && !scalarEnds(b[i]) {
+					i++
+				}
+				return i
+			}
+			i++
+		}
+	}
+	return i
+}
+
+// scalarEnds reports whether c ends a number, true, false or null.
+func scalarEnds(c byte) bool {
+	return c == ',' || c == '}' || c == ']' || c == ' ' || c == '\n' || c == '\t' || c == '\r'
+}
+
+// skipString returns the index after the string whose opening quote is at b[i]: after
+// its first quote that no backslash escapes (one preceded by an even run of them).
+func skipString(b []byte, i int) int {
+	for j := i + 1; ; {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return len(b)
+		}
+		q, n := j+k, 0
+		for p := q - 1; p > i && b[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q + 1
+		}
+		j = q + 1
+	}
 }
 
 // reduced writes the object of the kept fields found.
@@ -273,12 +353,27 @@ func keptIndex(key []byte, keep []field) (int, bool) {
 			return k, true
 		}
 	}
+	ascii := asciiOnly(key)
 	for k, f := range keep {
+		// Two ASCII strings of different lengths are never equal under folding (the
+		// kept names are ASCII); only other keys need the Unicode rules (K, ſ).
+		if ascii && len(key) != len(f.name) {
+			continue
+		}
 		if strings.EqualFold(string(key), f.name) {
 			return k, false
 		}
 	}
 	return -1, false
+}
+
+func asciiOnly(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 func skipWS(b []byte, i int) int {

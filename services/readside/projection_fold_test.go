@@ -59,7 +59,8 @@ func shardFold(t *testing.T, evs []events.Event) (map[string]Row, []uint64) {
 	s := &foldShard{rows: map[string]*foldingRow{}}
 	var refused []uint64
 	for _, e := range evs {
-		if err := s.apply(&e); err != nil {
+		// As the decoder says: the data was checked as JSON (events.DecodeFoldJSON).
+		if err := s.apply(&e, json.Valid(e.Data)); err != nil {
 			refused = append(refused, e.Seq)
 		}
 	}
@@ -190,7 +191,7 @@ func TestRowFoldEqualsFullFoldOnVariedPayloads(t *testing.T) {
 	reduced, folded := 0, 0
 	for _, e := range evs {
 		if keep := keptFields(e.Name); keep != nil {
-			if _, ok := reduce(e.Data, keep); ok {
+			if _, ok := reduce(e.Data, keep, false); ok {
 				reduced++
 			}
 		}
@@ -233,6 +234,53 @@ func TestRowFoldDoesNotJudgeWhatTheRowDropsOf(t *testing.T) {
 	}
 }
 
+// FuzzSkipValue: in a valid JSON text, skipValue ends every value where the checking
+// reader (events.JSONValueEnd) ends it, and so does stringEnd a string.
+func FuzzSkipValue(f *testing.F) {
+	for _, s := range []string{`{"a":"b\\"}`, `"\\\""`, `["x\"y",{"k":[1,-2.5e3,true,null]},""]`, ` 12 `, `{}`,
+		`{"scripts":{"START":{"body":"#!/bin/sh\necho \"$1\" \\\n","sha256":"ab"}},"work_dir":"/w"}`, `"\u00e9\/"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if json.Valid(b) {
+			checkSkips(t, b, skipWS(b, 0))
+		}
+	})
+}
+
+// checkSkips compares skipValue with events.JSONValueEnd on the value at b[i] and, in an
+// object or array, on each of its members, and returns where the value ends.
+func checkSkips(t *testing.T, b []byte, i int) int {
+	want, ok := events.JSONValueEnd(b, i)
+	if !ok {
+		t.Fatalf("%q at %d: no value", b, i)
+	}
+	if got := skipValue(b, i); got != want {
+		t.Fatalf("%q at %d: skipValue ends at %d, JSONValueEnd at %d", b, i, got, want)
+	}
+	if b[i] == '"' {
+		if got, _ := stringEnd(b, i, true); got != want {
+			t.Fatalf("%q at %d: stringEnd ends at %d, JSONValueEnd at %d", b, i, got, want)
+		}
+	}
+	if b[i] != '{' && b[i] != '[' {
+		return want
+	}
+	for j := skipWS(b, i+1); b[j] != '}' && b[j] != ']'; {
+		if b[i] == '{' {
+			k, _ := events.JSONStringEnd(b, j)
+			if got, _ := stringEnd(b, j, true); got != k {
+				t.Fatalf("%q at %d: a key ends at %d, JSONStringEnd says %d", b, j, got, k)
+			}
+			j = skipWS(b, skipWS(b, k)+1) // past the colon
+		}
+		if j = skipWS(b, checkSkips(t, b, j)); b[j] == ',' {
+			j = skipWS(b, j+1)
+		}
+	}
+	return want
+}
+
 // FuzzReduce holds the reduction to encoding/json: whatever it reads, it reads as a
 // decode of the whole payload reads the kept fields.
 func FuzzReduce(f *testing.F) {
@@ -240,7 +288,8 @@ func FuzzReduce(f *testing.F) {
 		`{"name":"a","name":"b"}`, `{"Name":"a"}`, ` { } `, `[]`, `{"id":"\u0041"}`, `{"restarts":3,"kind":"group"}`,
 		`{"a":[-0.5e+3,1E2,true,false,null,"\u00e9\n"],"b":{}}`, `{"a":01}`, `{"a":"\x"}`, `{"a":tru}`, `{"a":1,}`,
 		`{"original":{"format":"jrdl","path":"job[2]","bytes":"e30="},"dds":{"collection_path":"main/c_1","task_index":2}}`,
-		`{"original":null,"dds":5}`, `{"original":{"PATH":"x"}}`, `{"original":{"path":"a","path":"b"}}`} {
+		`{"original":null,"dds":5}`, `{"original":{"PATH":"x"}}`, `{"original":{"path":"a","path":"b"}}`,
+		"{\"\u017fubmitter\":\"long s\",\"\u212aind\":\"kelvin\"}", `{"submitte":"x","submitters":"y"}`} {
 		f.Add([]byte(s))
 	}
 	keep := keptFields(events.Submitted)
@@ -255,7 +304,14 @@ func FuzzReduce(f *testing.F) {
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		// The values the reader skips are checked by events.JSONValueEnd, which
 		// events' FuzzValidJSON holds to json.Valid.
-		reduced, ok := reduce(payload, keep)
+		reduced, ok := reduce(payload, keep, false)
+		// A payload the decoder checked is skipped through, not checked again: the
+		// same reduction.
+		if json.Valid(payload) {
+			if again, okAgain := reduce(payload, keep, true); okAgain != ok || string(again) != string(reduced) {
+				t.Fatalf("%q: reduced to %q (%v) checking, to %q (%v) skipping", payload, reduced, ok, again, okAgain)
+			}
+		}
 		if !ok {
 			return
 		}

@@ -261,10 +261,10 @@ func (s *foldShard) run(ctx context.Context) error {
 func (s *foldShard) fold(msgs []storedMsg) {
 	for i := range msgs {
 		m := &msgs[i]
-		e, err := events.DecodeFold(m.data, m.subject, m.seq)
+		e, checked, err := events.DecodeFoldJSON(m.data, m.subject, m.seq)
 		if err == nil {
 			s.events++
-			err = s.apply(&e)
+			err = s.apply(&e, checked)
 		}
 		if err != nil {
 			s.refusedN++
@@ -278,12 +278,12 @@ func (s *foldShard) fold(msgs []storedMsg) {
 // apply folds one event into its job's row, as Table.Apply does: an event at or below
 // the row's stamp is already folded, and a refused one leaves the row as it was. A new
 // row keeps a job ID of its own: the event's may share the bytes of its stream subject
-// (events.DecodeFold).
-func (s *foldShard) apply(e *events.Event) error {
+// (events.DecodeFold). checked says the decoder checked e's data as JSON.
+func (s *foldShard) apply(e *events.Event, checked bool) error {
 	r := s.rows[e.JobID]
 	if r == nil {
 		r = new(foldingRow)
-		if err := r.fold(e, &s.scratch); err != nil {
+		if err := r.fold(e, checked, &s.scratch); err != nil {
 			return err
 		}
 		r.st.JobID = strings.Clone(r.st.JobID)
@@ -293,7 +293,7 @@ func (s *foldShard) apply(e *events.Event) error {
 	if e.Seq != 0 && e.Seq <= r.st.LastSeq {
 		return nil
 	}
-	return r.fold(e, &s.scratch)
+	return r.fold(e, checked, &s.scratch)
 }
 
 // eventOf decodes a stream message with its sequence, subject and route.

@@ -3,11 +3,13 @@ package readside
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/events/eventstest"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -149,6 +151,73 @@ func BenchmarkReplayFold(b *testing.B) {
 			}
 			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*len(msgs)), "cpu-ns/ev")
 			b.ReportMetric(float64(b.N*len(msgs))/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}
+
+// BenchmarkReplayFoldRecorded is a replay's fold alone, on one core, of every recorded
+// history (events/testdata/replay): real events, signed, with the large submitted and
+// incarnated payloads the bench's pipeline writes (a job's description, the rendered
+// scripts), which replayLog's lives do not have, written as Store writes them today (the
+// recordings hold the data in base64, as bodies were written then). Each iteration
+// folds them into a fresh shard.
+func BenchmarkReplayFoldRecorded(b *testing.B) {
+	fs, err := eventstest.LoadFixtures(filepath.Join("..", "..", "events", filepath.FromSlash(eventstest.ReplayDir)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var msgs []storedMsg
+	for _, f := range fs {
+		for _, e := range f.Events {
+			body, err := e.Encode()
+			if err != nil {
+				b.Fatal(err)
+			}
+			msgs = append(msgs, storedMsg{data: body, subject: e.Subject, seq: e.Seq})
+		}
+	}
+	b.ReportAllocs()
+	cpu0 := cpuTime()
+	for b.Loop() {
+		s := &foldShard{rows: map[string]*foldingRow{}}
+		s.fold(msgs)
+		t := NewTable()
+		t.finishReplay([]*foldShard{s}, 0)
+		if len(t.rows) == 0 {
+			b.Fatal("no rows")
+		}
+	}
+	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*len(msgs)), "cpu-ns/ev")
+	b.ReportMetric(float64(b.N*len(msgs))/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkReduce reduces every recorded submitted and incarnated payload to the fields a
+// row keeps, checking what it skips (a payload the decoder did not check: data_base64,
+// or the live projection's) and skipping it (one the decoder checked as JSON).
+func BenchmarkReduce(b *testing.B) {
+	fs, err := eventstest.LoadFixtures(filepath.Join("..", "..", "events", filepath.FromSlash(eventstest.ReplayDir)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var evs []events.Event
+	size := 0
+	for _, f := range fs {
+		for _, e := range f.Events {
+			if keptFields(e.Name) != nil {
+				evs, size = append(evs, e), size+len(e.Data)
+			}
+		}
+	}
+	for _, checked := range []bool{false, true} {
+		b.Run(map[bool]string{false: "check", true: "skip"}[checked], func(b *testing.B) {
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				for _, e := range evs {
+					if _, ok := reduce(e.Data, keptFields(e.Name), checked); !ok {
+						b.Fatalf("not reduced: %s", e.Data)
+					}
+				}
+			}
 		})
 	}
 }
