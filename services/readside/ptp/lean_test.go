@@ -12,7 +12,7 @@ import (
 	"github.com/gridwire/gridwire/events/eventstest"
 )
 
-// The model folds each event into a lean state (lean); every view it shows, event after
+// The model folds each event into the state it kept of the job (keep); every view it shows, event after
 // event, is the view of the whole fold, and so is every refusal: on the recorded
 // histories (groups, DDS sessions, restarts, holds, stage-outs, directory removals) and
 // on scripted lives.
@@ -40,27 +40,28 @@ func TestLeanFoldShowsTheWholeFoldsViews(t *testing.T) {
 	histories["lives"] = lives
 	leaned := 0
 	for name, evs := range histories {
-		whole, thin := map[string]events.State{}, map[string]events.State{}
+		whole, thin := map[string]events.State{}, map[string]kept{}
+		var scratch events.Job
 		for _, e := range evs {
 			w, werr := events.Apply(whole[e.JobID], e)
-			prev := thin[e.JobID]
-			l, lerr := events.Apply(prev, e)
+			l, lerr := events.Apply(thin[e.JobID].state(&scratch), e)
 			if (werr == nil) != (lerr == nil) {
 				t.Fatalf("%s: seq %d (%s): whole fold %v, lean fold %v", name, e.Seq, e.Name, werr, lerr)
 			}
 			if werr != nil {
 				continue
 			}
-			l = lean(l, prev.Job)
-			if l.Job != nil && w.Job != nil && l.Job != w.Job {
+			k := keep(l)
+			if k.hasJob {
 				leaned++
 			}
+			var j events.Job
 			wv, wok := viewOf(w)
-			lv, lok := viewOf(l)
+			lv, lok := viewOf(k.state(&j))
 			if d := cmp.Diff(wv, lv); d != "" || wok != lok {
 				t.Fatalf("%s: seq %d (%s): views differ (-whole +lean), shown %v/%v:\n%s", name, e.Seq, e.Name, wok, lok, d)
 			}
-			whole[e.JobID], thin[e.JobID] = w, l
+			whole[e.JobID], thin[e.JobID] = w, k
 		}
 	}
 	if leaned == 0 {
@@ -69,7 +70,8 @@ func TestLeanFoldShowsTheWholeFoldsViews(t *testing.T) {
 }
 
 // BenchmarkModelStateBytesPerJob is the heap the model's states hold per job of the
-// bench's kind (eventstest.Life), kept whole (whole=1) and lean (whole=0).
+// bench's kind (eventstest.Life), kept whole (whole=true) and as the model keeps them
+// (whole=false).
 //
 //	cd services/readside/ptp && go test -run '^$' -bench ModelStateBytesPerJob -benchtime 1x .
 func BenchmarkModelStateBytesPerJob(b *testing.B) {
@@ -80,10 +82,12 @@ func BenchmarkModelStateBytesPerJob(b *testing.B) {
 				var before, after runtime.MemStats
 				runtime.GC()
 				runtime.ReadMemStats(&before)
-				states := make(map[string]events.State, jobs)
+				states := make(map[string]any, jobs)
+				var scratch events.Job
 				for i := range jobs {
 					id := events.NewID()
 					var st events.State
+					var kp kept
 					for k, s := range eventstest.Life(id, "c", i) {
 						e, err := events.New(id, s.Name, s.Route, time.Unix(int64(1000+k), 0).UTC(), s.Payload)
 						if err != nil {
@@ -98,16 +102,21 @@ func BenchmarkModelStateBytesPerJob(b *testing.B) {
 						if err != nil {
 							b.Fatal(err)
 						}
-						next, err := events.Apply(st, stored)
+						from := st
+						if !keepWhole {
+							from = kp.state(&scratch)
+						}
+						next, err := events.Apply(from, stored)
 						if err != nil {
 							b.Fatal(err)
 						}
-						if !keepWhole {
-							next = lean(next, st.Job)
-						}
-						st = next
+						st, kp = next, keep(next)
 					}
-					states[id] = st
+					if keepWhole {
+						states[id] = st
+					} else {
+						states[id] = kp
+					}
 				}
 				runtime.GC()
 				runtime.ReadMemStats(&after)

@@ -90,7 +90,8 @@ type Model struct {
 	maxChanges int
 
 	mu      sync.Mutex
-	states  map[string]events.State
+	states  map[string]kept
+	scratch events.Job // the job of the state being folded (fold runs on one goroutine)
 	views   map[string]*jobView
 	byOff   map[uint32]string // job offset → job ID
 	changes []change
@@ -104,7 +105,7 @@ type Model struct {
 
 func newModel(js jetstream.JetStream, ids *ids, clusters []cluster.Cluster, log *slog.Logger, maxChanges int) *Model {
 	return &Model{js: js, ids: ids, clusters: clusters, log: log, maxChanges: maxChanges,
-		states: map[string]events.State{}, views: map[string]*jobView{}, byOff: map[uint32]string{},
+		states: map[string]kept{}, views: map[string]*jobView{}, byOff: map[uint32]string{},
 		next: 1, first: 1, wake: make(chan struct{}), ready: make(chan struct{})}
 }
 
@@ -185,33 +186,41 @@ func (m *Model) fold(ctx context.Context, msg jetstream.Msg, seq uint64) error {
 	m.mu.Lock()
 	prev, old := m.states[e.JobID], m.views[e.JobID]
 	m.mu.Unlock()
-	st, err := events.Apply(prev, e)
+	st, err := events.Apply(prev.state(&m.scratch), e)
 	if err != nil {
 		m.folded = seq // the fold refuses what the store would never have accepted
 		return nil
 	}
-	st = lean(st, prev.Job)
 	if v, ok := viewOf(st); ok {
 		if err := m.update(ctx, v, old); err != nil {
 			return err
 		}
 	}
 	m.mu.Lock()
-	m.states[e.JobID] = st
+	m.states[e.JobID] = keep(st)
 	m.mu.Unlock()
 	m.folded = seq
 	return nil
 }
 
-// lean is a state as the model keeps it between a job's events: what the fold reads and
-// viewOf shows. The model follows every job of the log, and a whole state holds the
-// job's description and every rendered script, kilobytes a job: at a million jobs,
-// gigabytes. A parent record keeps its job (its fold reads its children), without the
-// document.
-//
-// A job's lean job is made once: a later event that leaves the job as it was (st.Job is
-// still prev, the lean job of the state it was folded from) keeps it.
-func lean(st events.State, prev *events.Job) events.State {
+// kept is a job's state as the model keeps it between the job's events: what the fold
+// reads and viewOf shows. The model follows every job of the log, and a whole state holds
+// the job's description and every rendered script, kilobytes a job: at a million jobs,
+// gigabytes. Of a job it keeps the four fields the fold and the view read, not a
+// 944-byte events.Job; a parent record keeps its job (its fold reads its children),
+// without the document.
+type kept struct {
+	st     events.State // no rendered scripts or transfers; Job nil unless a parent's
+	hasJob bool         // st.Job is nil and job holds the job's fields
+	job    struct {
+		name            string
+		kind            events.Kind
+		count, restarts int
+	}
+}
+
+// keep reduces a folded state to what the model keeps.
+func keep(st events.State) kept {
 	st.Incarnation, st.Transfers, st.LastHash = nil, nil, ""
 	if so := st.StagedOut; so != nil { // the fold reads only whether it succeeded
 		st.StagedOut = stagedOut[so.OK]
@@ -219,14 +228,29 @@ func lean(st events.State, prev *events.Job) events.State {
 	if dd := st.DirectoryDeleted; dd != nil { // and only that this happened
 		st.DirectoryDeleted = dirDeleted[dd.OK]
 	}
+	var k kept
 	switch j := st.Job; {
-	case j == nil, j == prev:
+	case j == nil:
 	case j.Kind != events.KindGroup:
-		st.Job = &events.Job{ID: j.ID, Name: j.Name, Kind: j.Kind, Count: j.Count, Restarts: j.Restarts}
+		k.hasJob = true
+		k.job.name, k.job.kind, k.job.count, k.job.restarts = j.Name, j.Kind, j.Count, j.Restarts
+		st.Job = nil
 	case len(j.Original.Bytes) > 0: // the model never shows the document
 		g := *j
 		g.Original.Bytes = nil
 		st.Job = &g
+	}
+	k.st = st
+	return k
+}
+
+// state is the kept state as a state to fold into or view, its job (unless a parent's)
+// written into job.
+func (k kept) state(job *events.Job) events.State {
+	st := k.st
+	if k.hasJob {
+		*job = events.Job{ID: st.JobID, Name: k.job.name, Kind: k.job.kind, Count: k.job.count, Restarts: k.job.restarts}
+		st.Job = job
 	}
 	return st
 }
