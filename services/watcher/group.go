@@ -65,23 +65,41 @@ func groupReact(ctx context.Context, deps Deps, e events.Event) error {
 	if parent == "" {
 		return nil
 	}
-	children, err := groupChildren(ctx, deps, parent)
-	if err != nil {
-		return err
-	}
 	if e.Name.Terminal() && e.Name != events.Succeeded && child.Job.Kind != events.KindGroup {
+		children, err := groupChildren(ctx, deps, parent)
+		if err != nil {
+			return err
+		}
 		if err := endSiblings(ctx, deps, child, children); err != nil {
 			return err
 		}
 	}
-	return decideGroup(ctx, deps, parent, children)
+	return decideGroup(ctx, deps, parent, child)
 }
 
 // decideGroup appends what moves a parent record to the state its children's give it.
-func decideGroup(ctx context.Context, deps Deps, parent string, children []events.State) error {
+// The children are read inside the decision, after the parent: the append is
+// conditional on the parent's state, not on theirs, so children read before another
+// decision on the parent landed could undo it. (With 8 workers, one that had read both
+// children RUNNING appended RUNNING after another had read them HELD and appended HELD,
+// and the parent stayed RUNNING over two held children.) Read after the parent, they
+// are at least as new as what every decision already on the parent saw; a decision
+// that lands in between makes this one's append conflict, and it is made again on
+// fresh reads. known is the child whose event is being handled, as read at least up
+// to that event (on a cluster a replica may answer the read behind it).
+func decideGroup(ctx context.Context, deps Deps, parent string, known events.State) error {
 	_, err := deps.Store.Decide(ctx, parent, func(p events.State) ([]events.Event, error) {
 		if p.Job == nil || p.Job.Kind != events.KindGroup {
 			return nil, nil
+		}
+		children, err := childrenOf(ctx, deps, p)
+		if err != nil {
+			return nil, err
+		}
+		for i := range children {
+			if children[i].JobID == known.JobID && children[i].LastSeq < known.LastSeq {
+				children[i] = known
+			}
 		}
 		name, payload := events.GroupEvent(p, events.GroupOf(children))
 		if name == "" {
@@ -99,9 +117,15 @@ func groupChildren(ctx context.Context, deps Deps, parentID string) ([]events.St
 	if err != nil {
 		return nil, fmt.Errorf("reading parent %s: %w", parentID, err)
 	}
+	return childrenOf(ctx, deps, p)
+}
+
+// childrenOf folds every child of a parent record as read now, in the parent's order.
+func childrenOf(ctx context.Context, deps Deps, p events.State) ([]events.State, error) {
 	if p.Job == nil {
 		return nil, nil
 	}
+	parentID := p.JobID
 	ids := p.Job.ChildIDs()
 	out := make([]events.State, 0, len(ids))
 	for _, id := range ids {

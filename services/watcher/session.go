@@ -39,9 +39,5 @@ func sessionUpdated(ctx context.Context, deps Deps, e events.Event) error {
 			return err
 		}
 	}
-	children, err := groupChildren(ctx, deps, e.JobID)
-	if err != nil {
-		return err
-	}
-	return decideGroup(ctx, deps, e.JobID, children)
+	return decideGroup(ctx, deps, e.JobID, events.State{})
 }

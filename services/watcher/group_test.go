@@ -1,0 +1,106 @@
+package watcher
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gridwire/gridwire/events"
+)
+
+// pausingStore is the event store, except that the armed read of one job waits, once,
+// until the test lets it go: a worker that read part of a group and was descheduled.
+type pausingStore struct {
+	*events.Store
+	job     string
+	once    sync.Once
+	reached chan struct{}
+	resume  chan struct{}
+}
+
+func (p *pausingStore) State(ctx context.Context, id string) (events.State, error) {
+	st, err := p.Store.State(ctx, id)
+	if id == p.job {
+		p.once.Do(func() {
+			close(p.reached)
+			<-p.resume
+		})
+	}
+	return st, err
+}
+
+// A decision on a group whose children were read before another decision on the same
+// parent landed must not undo that decision. With eight workers deciding groups, one
+// that had read both children RUNNING appended RUNNING after another had read them HELD
+// and appended HELD: the parent stayed RUNNING over two held children (seen as
+// TestHoldAndResumeOnParent waiting 60 s for HELD under load).
+func TestGroupDecisionAfterAnotherDoesNotUndoIt(t *testing.T) {
+	_, st := openBus(t)
+	ctx := context.Background()
+	parent, a, b := events.NewID(), events.NewID(), events.NewID()
+	play(t, st, parent, t0, []step{{Name: events.Submitted, Route: events.RouteGroup,
+		Payload: events.Job{ID: parent, Name: "group", Kind: events.KindGroup, Children: []string{a, b}}}})
+	for n, id := range []string{a, b} {
+		steps := life(id, "hpc1", n)[:8] // submitted ... started, RUNNING
+		steps[0].Payload = events.Job{ID: id, Name: "child", Executable: "/bin/true", Parent: parent}
+		play(t, st, id, t0, steps)
+	}
+	deps := Deps{Store: st, Logger: nopLog(), Now: func() time.Time { return t0.Add(time.Minute) }}
+	status := func() events.Status {
+		t.Helper()
+		s, err := st.State(ctx, parent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Status
+	}
+	if err := decideGroup(ctx, deps, parent, events.State{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(); got != events.StatusRunning {
+		t.Fatalf("parent %s with both children running, want RUNNING", got)
+	}
+	knownA, err := st.State(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A worker handling a's last event reads the group and stops after reading a.
+	slow := &pausingStore{Store: st, job: a, reached: make(chan struct{}), resume: make(chan struct{})}
+	slowDeps := deps
+	slowDeps.Store = slow
+	done := make(chan error, 1)
+	go func() { done <- decideGroup(ctx, slowDeps, parent, knownA) }()
+	select {
+	case <-slow.reached:
+	case err := <-done:
+		t.Fatalf("the decision ended (%v) without reading child a", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the decision never read child a")
+	}
+
+	// Meanwhile both children are held, and another worker moves the parent to HELD.
+	for _, id := range []string{a, b} {
+		play(t, st, id, t0.Add(time.Minute), []step{{Name: events.Held, Route: "hpc1"}})
+	}
+	if err := decideGroup(ctx, deps, parent, events.State{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(); got != events.StatusHeld {
+		t.Fatalf("parent %s with both children held, want HELD", got)
+	}
+
+	close(slow.resume)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first decision never finished")
+	}
+	if got := status(); got != events.StatusHeld {
+		t.Fatalf("parent %s after the slow decision, want HELD: it was decided on children read before the parent held", got)
+	}
+}
