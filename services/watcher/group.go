@@ -65,16 +65,44 @@ func groupReact(ctx context.Context, deps Deps, e events.Event) error {
 	if parent == "" {
 		return nil
 	}
-	if e.Name.Terminal() && e.Name != events.Succeeded && child.Job.Kind != events.KindGroup {
+	endedBadly := e.Name.Terminal() && e.Name != events.Succeeded
+	if child.Job.Coallocated() && (endedBadly || e.Name == events.Started) {
 		children, err := groupChildren(ctx, deps, parent)
 		if err != nil {
 			return err
 		}
-		if err := endSiblings(ctx, deps, child, children); err != nil {
+		if endedBadly {
+			err = endSiblings(ctx, deps, child, children)
+		} else {
+			err = endLateStart(ctx, deps, child, children)
+		}
+		if err != nil {
 			return err
 		}
 	}
 	return decideGroup(ctx, deps, parent, child)
+}
+
+// endLateStart ends a co-allocated subjob that started after a sibling had ended
+// without success. The executor checks its siblings before it starts a subjob, and
+// endSiblings asks only siblings already started to cancel; a sibling that ended
+// between the two (the executor saw it ready, the watcher saw this one not started)
+// would leave this one running alone. Its start is read after it is stored, so one of
+// the two sees the other: this one's start sees the sibling's end, or the end sees the
+// start.
+func endLateStart(ctx context.Context, deps Deps, started events.State, children []events.State) error {
+	for _, c := range children {
+		if c.JobID == started.JobID || c.Job == nil || !c.Job.Coallocated() ||
+			c.Job.Coallocation.Group != started.Job.Coallocation.Group {
+			continue
+		}
+		if c.Status == events.StatusFailed || c.Status == events.StatusCancelled {
+			if err := endSiblings(ctx, deps, c, children); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // decideGroup appends what moves a parent record to the state its children's give it.

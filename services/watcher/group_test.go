@@ -2,6 +2,7 @@ package watcher
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -102,5 +103,67 @@ func TestGroupDecisionAfterAnotherDoesNotUndoIt(t *testing.T) {
 	}
 	if got := status(); got != events.StatusHeld {
 		t.Fatalf("parent %s after the slow decision, want HELD: it was decided on children read before the parent held", got)
+	}
+}
+
+// A co-allocated subjob that starts after a sibling ended without success is ended
+// too: the executor had seen the sibling ready, and the sibling's end had found this
+// one not started (the executor's to fail), so without its own start looking at the
+// siblings it would run alone.
+func TestCoallocatedSubjobStartedAfterASiblingFailedIsCancelled(t *testing.T) {
+	_, st := openBus(t)
+	ctx := context.Background()
+	parent, a, b := events.NewID(), events.NewID(), events.NewID()
+	play(t, st, parent, t0, []step{{Name: events.Submitted, Route: events.RouteGroup,
+		Payload: events.Job{ID: parent, Name: "job", Kind: events.KindGroup, Children: []string{a, b}}}})
+	subjob := func(id string, i int) events.Job {
+		return events.Job{ID: id, Name: "subjob", Executable: "/bin/true", Parent: parent,
+			Original:     events.Original{Format: "jrdl", Path: fmt.Sprintf("job[0]/subjob[%d]", i)},
+			Coallocation: &events.Coallocation{Group: 0, Size: 2}}
+	}
+	failed := life(a, "hpc1", 0)[:6] // submitted ... queued
+	failed[0].Payload = subjob(a, 0)
+	failed = append(failed, step{Name: events.Failed, Payload: events.EndData{Reason: "no slot"}})
+	play(t, st, a, t0, failed)
+	started := life(b, "hpc1", 1)[:7] // submitted ... started
+	started[0].Payload = subjob(b, 1)
+	play(t, st, b, t0, started)
+
+	deps := Deps{Store: st, Logger: nopLog(), Now: func() time.Time { return t0.Add(time.Minute) }}
+	h, err := st.Load(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := h.Events[len(h.Events)-1]
+	if start.Name != events.Started {
+		t.Fatalf("b's last event is %s, want started", start.Name)
+	}
+	if err := groupReact(ctx, deps, start); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := st.State(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sb.CancelRequested {
+		t.Fatalf("subjob b started after its sibling a FAILED and was not asked to cancel: %s", sb.Status)
+	}
+	h, err = st.Load(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var note events.Note
+	if err := h.Events[len(h.Events)-1].Payload(&note); err != nil {
+		t.Fatal(err)
+	}
+	if want := "co-allocated subjob " + a + " (job[0]/subjob[0]) FAILED: no slot"; note.Reason != want {
+		t.Fatalf("cancel reason %q, want %q", note.Reason, want)
+	}
+	// Handled again (a redelivery), it asks nothing more.
+	if err := groupReact(ctx, deps, start); err != nil {
+		t.Fatal(err)
+	}
+	if h2, _ := st.Load(ctx, b); len(h2.Events) != len(h.Events) {
+		t.Fatalf("a redelivered start added %d events", len(h2.Events)-len(h.Events))
 	}
 }
