@@ -91,7 +91,7 @@ type jobSummary struct {
 // checked says the decoder checked it as JSON.
 func (r *foldingRow) fold(e *events.Event, checked bool, scratch *events.Job) error {
 	if r.hasJob {
-		r.st.Job = r.fillJob(scratch)
+		r.st.Job = r.job.fill(scratch)
 	}
 	reduceData(e, checked)
 	err := r.st.Fold(e)
@@ -116,13 +116,19 @@ func (r *foldingRow) keep() {
 	r.st.Incarnation, r.st.Transfers, r.st.LastHash = nil, nil, ""
 }
 
-// fillJob writes the row's job into j, emptied first, and returns it.
-func (r *foldingRow) fillJob(j *events.Job) *events.Job {
-	*j = events.Job{}
-	j.ID, j.Name, j.Parent, j.Submitter, j.Kind, j.Restarts = r.job.id, r.job.name, r.job.parent, r.job.submitter, r.job.kind, r.job.restarts
-	j.Original.Path = r.job.path
-	if r.job.collection != "" {
-		j.DDS = &events.DDSContext{CollectionPath: r.job.collection}
+// fill writes the job a row keeps into j (a new one when nil), emptied first, and
+// returns it: the job a fold starts from, for a packed row (row.foldState) and a
+// replay's unpacked one alike.
+func (s jobSummary) fill(j *events.Job) *events.Job {
+	if j == nil {
+		j = &events.Job{}
+	} else {
+		*j = events.Job{}
+	}
+	j.ID, j.Name, j.Parent, j.Submitter, j.Kind, j.Restarts = s.id, s.name, s.parent, s.submitter, s.kind, s.restarts
+	j.Original.Path = s.path
+	if s.collection != "" {
+		j.DDS = &events.DDSContext{CollectionPath: s.collection}
 	}
 	return j
 }
@@ -143,7 +149,7 @@ func (t *Table) finishReplay(shards []*foldShard, seq uint64) {
 		for id, fr := range s.rows {
 			st := fr.st
 			if fr.hasJob {
-				st.Job = fr.fillJob(&job)
+				st.Job = fr.job.fill(&job)
 			}
 			r := compact(st)
 			t.rows[id] = r

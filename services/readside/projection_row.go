@@ -341,25 +341,17 @@ func (r *row) foldState(job *events.Job) events.State {
 		}
 	}
 	if r.has(flagJob) {
-		if job == nil {
-			job = &events.Job{}
-		} else {
-			*job = events.Job{}
-		}
-		job.ID, job.Name, job.Submitter, job.Parent, job.Restarts = r.id, r.name, r.submitter.String(), r.parent.String(), restarts
+		s := jobSummary{id: r.id, name: r.name, submitter: r.submitter.String(), parent: r.parent.String(),
+			restarts: restarts, path: r.path, collection: r.collection.String()}
 		if r.has(flagOddJobID) {
-			job.ID = r.ext.jobID
+			s.id = r.ext.jobID
 		}
 		if r.kind == oddCode {
-			job.Kind = r.ext.kind
+			s.kind = r.ext.kind
 		} else {
-			job.Kind = kinds[r.kind]
+			s.kind = kinds[r.kind]
 		}
-		job.Original.Path = r.path
-		if c := r.collection.String(); c != "" {
-			job.DDS = &events.DDSContext{CollectionPath: c}
-		}
-		st.Job = job
+		st.Job = s.fill(job)
 	}
 	return st
 }
