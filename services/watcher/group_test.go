@@ -31,23 +31,30 @@ func (p *pausingStore) State(ctx context.Context, id string) (events.State, erro
 	return st, err
 }
 
+// groupOfTwo opens a bus holding a parent record of two children, a and b (not yet
+// submitted), and gives the watcher's dependencies on it.
+func groupOfTwo(t *testing.T) (st *events.Store, deps Deps, parent, a, b string) {
+	_, st = openBus(t)
+	parent, a, b = events.NewID(), events.NewID(), events.NewID()
+	play(t, st, parent, t0, []step{{Name: events.Submitted, Route: events.RouteGroup,
+		Payload: events.Job{ID: parent, Name: "group", Kind: events.KindGroup, Children: []string{a, b}}}})
+	deps = Deps{Store: st, Logger: nopLog(), Now: func() time.Time { return t0.Add(time.Minute) }}
+	return st, deps, parent, a, b
+}
+
 // A decision on a group whose children were read before another decision on the same
 // parent landed must not undo that decision. With eight workers deciding groups, one
 // that had read both children RUNNING appended RUNNING after another had read them HELD
 // and appended HELD: the parent stayed RUNNING over two held children (seen as
 // TestHoldAndResumeOnParent waiting 60 s for HELD under load).
 func TestGroupDecisionAfterAnotherDoesNotUndoIt(t *testing.T) {
-	_, st := openBus(t)
+	st, deps, parent, a, b := groupOfTwo(t)
 	ctx := context.Background()
-	parent, a, b := events.NewID(), events.NewID(), events.NewID()
-	play(t, st, parent, t0, []step{{Name: events.Submitted, Route: events.RouteGroup,
-		Payload: events.Job{ID: parent, Name: "group", Kind: events.KindGroup, Children: []string{a, b}}}})
 	for n, id := range []string{a, b} {
 		steps := life(id, "hpc1", n)[:8] // submitted ... started, RUNNING
 		steps[0].Payload = events.Job{ID: id, Name: "child", Executable: "/bin/true", Parent: parent}
 		play(t, st, id, t0, steps)
 	}
-	deps := Deps{Store: st, Logger: nopLog(), Now: func() time.Time { return t0.Add(time.Minute) }}
 	status := func() events.Status {
 		t.Helper()
 		s, err := st.State(ctx, parent)
@@ -111,11 +118,8 @@ func TestGroupDecisionAfterAnotherDoesNotUndoIt(t *testing.T) {
 // one not started (the executor's to fail), so without its own start looking at the
 // siblings it would run alone.
 func TestCoallocatedSubjobStartedAfterASiblingFailedIsCancelled(t *testing.T) {
-	_, st := openBus(t)
+	st, deps, parent, a, b := groupOfTwo(t)
 	ctx := context.Background()
-	parent, a, b := events.NewID(), events.NewID(), events.NewID()
-	play(t, st, parent, t0, []step{{Name: events.Submitted, Route: events.RouteGroup,
-		Payload: events.Job{ID: parent, Name: "job", Kind: events.KindGroup, Children: []string{a, b}}}})
 	subjob := func(id string, i int) events.Job {
 		return events.Job{ID: id, Name: "subjob", Executable: "/bin/true", Parent: parent,
 			Original:     events.Original{Format: "jrdl", Path: fmt.Sprintf("job[0]/subjob[%d]", i)},
@@ -129,7 +133,6 @@ func TestCoallocatedSubjobStartedAfterASiblingFailedIsCancelled(t *testing.T) {
 	started[0].Payload = subjob(b, 1)
 	play(t, st, b, t0, started)
 
-	deps := Deps{Store: st, Logger: nopLog(), Now: func() time.Time { return t0.Add(time.Minute) }}
 	h, err := st.Load(ctx, b)
 	if err != nil {
 		t.Fatal(err)
