@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -42,6 +43,86 @@ func (s *Store) stateAtLeast(ctx context.Context, jobID string, need uint64) (St
 		wait = min(wait*2, time.Second)
 	}
 	return State{}, fmt.Errorf("job %s: read up to sequence %d, need %d: %w", jobID, st.LastSeq, need, ErrStale)
+}
+
+// StateFresh returns a job's state including every event the log acknowledged before the
+// call, whichever server of a cluster answers. State may be answered by a replica still
+// catching up, which is enough for a decision whose append is conditional on the job it
+// reads; a decision that reads other jobs too (a group's children, a co-allocated
+// subjob's siblings) is not protected by that condition and needs this. On a replicated
+// stream the job's last event is read through the stream's leader, and the job is
+// folded at least up to it (from this store's cache when it holds that event, from a
+// replica when one has it); on a single server every read is fresh and this is State.
+func (s *Store) StateFresh(ctx context.Context, jobID string) (State, error) {
+	if !s.replicated(ctx) {
+		return s.State(ctx, jobID)
+	}
+	if !validJobID(jobID) {
+		return State{}, fmt.Errorf("%w: job id %q", ErrBadEvent, jobID)
+	}
+	last, found, err := s.leaderGet(ctx, map[string]any{"last_by_subj": JobFilter(jobID)})
+	if err != nil {
+		return State{}, err
+	}
+	if !found {
+		return State{JobID: jobID}, fmt.Errorf("%w: %s", ErrNotFound, jobID)
+	}
+	if cached, ok := s.cache.get(jobID); ok && cached.LastSeq == last.Seq {
+		return cached, nil
+	}
+	return s.stateAtLeast(ctx, jobID, last.Seq)
+}
+
+// DecideFresh is Decide on a state read by StateFresh at every attempt. Decide may read
+// a replica behind the log: a decision that appends is then caught by its condition (a
+// conflict), but a decision that finds nothing to do on that old state is believed. For
+// a decision whose "nothing" must be true of the log as it is (a sibling not started yet
+// is left to the executor, a group already in its children's state is left alone), this
+// reads the job fresh each time.
+func (s *Store) DecideFresh(ctx context.Context, jobID string, decide Decision) (State, error) {
+	for attempt := 0; attempt <= s.retries; attempt++ {
+		st, err := s.StateFresh(ctx, jobID)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return st, err
+		}
+		next, err := s.decideOnce(ctx, st, decide)
+		if errors.Is(err, ErrConflict) {
+			continue
+		}
+		return next, err
+	}
+	return State{}, fmt.Errorf("job %s: %w", jobID, ErrTooManyConflicts)
+}
+
+// replicasTTL is how long a store believes what it last read of the stream's replica
+// count: an operator may scale the stream up while services run (a gateway started with
+// more replicas brings the stream to them), and fresh reads follow within this long.
+const replicasTTL = 10 * time.Second
+
+// replicaInfo caches whether the JOBS stream is replicated.
+type replicaInfo struct {
+	mu         sync.Mutex
+	replicated bool
+	checked    time.Time
+}
+
+// replicated says whether the stream is replicated, as read at most replicasTTL ago.
+// When the stream's replica count cannot be read, it is taken as replicated: a read
+// through the leader is fresh on any layout, so no read is called fresh that is not.
+func (s *Store) replicated(ctx context.Context) bool {
+	ri := &s.replicas
+	ri.mu.Lock()
+	defer ri.mu.Unlock()
+	if ri.checked.IsZero() || time.Since(ri.checked) > replicasTTL {
+		ictx, cancel := context.WithTimeout(ctx, s.timeout)
+		n, err := Replicas(ictx, s.js)
+		cancel()
+		if err != nil {
+			return true
+		}
+		ri.replicated, ri.checked = n > 1, time.Now()
+	}
+	return ri.replicated
 }
 
 // leaderGet fetches one stored message through the stream's leader

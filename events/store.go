@@ -24,6 +24,11 @@ type Store struct {
 	key     *SigningKey
 	viaJS   bool    // CreateAll publishes through js, not pipe
 	pipe    ackPipe // CreateAll's own publishing and acknowledgements (append_pipe.go)
+	// replicas says whether the stream is replicated, for fresh reads (consistent.go).
+	replicas replicaInfo
+	// anyReplica is how a job's state is read when any replica may answer: directGet,
+	// or in a test one that lags the log as a replica catching up does.
+	anyReplica getter
 }
 
 // StoreOption tunes a Store.
@@ -54,6 +59,7 @@ func WithJetStreamPublish() StoreOption { return func(s *Store) { s.viaJS = true
 // instance, e.g. "gridwire/executor/host-1").
 func NewStore(nc *nats.Conn, js jetstream.JetStream, source string, opts ...StoreOption) *Store {
 	s := &Store{nc: nc, js: js, source: source, timeout: 5 * time.Second, retries: 16, cache: newStateCache(1 << 16)}
+	s.anyReplica = s.directGet
 	for _, o := range opts {
 		o(s)
 	}
@@ -192,7 +198,7 @@ func (s *Store) State(ctx context.Context, jobID string) (State, error) {
 // store has folded the job before, only the events after that are read; otherwise the
 // whole history is.
 func (s *Store) current(ctx context.Context, jobID string) (State, error) {
-	return s.currentWith(ctx, s.directGet, jobID)
+	return s.currentWith(ctx, s.anyReplica, jobID)
 }
 
 func (s *Store) currentWith(ctx context.Context, get getter, jobID string) (State, error) {
