@@ -105,50 +105,78 @@ func endLateStart(ctx context.Context, deps Deps, started events.State, children
 	return nil
 }
 
-// decideGroup appends what moves a parent record to the state its children's give it.
-// The children are read inside the decision, after the parent: the append is
-// conditional on the parent's state, not on theirs, so children read before another
-// decision on the parent landed could undo it. (With 8 workers, one that had read both
-// children RUNNING appended RUNNING after another had read them HELD and appended HELD,
-// and the parent stayed RUNNING over two held children.) Read after the parent, they
-// are at least as new as what every decision already on the parent saw; a decision
-// that lands in between makes this one's append conflict, and it is made again on
-// fresh reads. known is the child whose event is being handled, as read at least up
-// to that event (on a cluster a replica may answer the read behind it).
+// groupRounds bounds how often one handler decides a parent again after its own append
+// (decideGroup); a handler that reaches it fails, and its event is delivered again.
+const groupRounds = 8
+
+// decideGroup appends what moves a parent record to the state its children give it.
+//
+// The append is conditional on the parent's state, not on the children's, so three
+// rules keep a decision made on children read a moment ago from sticking wrongly:
+//   - The children are read inside the decision, after the parent. Read before it, a
+//     handler that had seen them RUNNING could append RUNNING after another had seen
+//     them HELD and appended HELD (8 workers did), and the parent stayed RUNNING over
+//     two held children. Read after it, a decision that lands in between makes this
+//     one's append conflict, and it is made again on fresh reads.
+//   - After its own append, a handler decides again, until it finds nothing to do. A
+//     handler that read a child just before that child moved, and appended after the
+//     handler of the move had found nothing to do (the parent already matched), would
+//     otherwise leave the parent on the state it read: a child held, its sibling read
+//     still held just before it resumed, and the parent HELD over a running child. Its
+//     second round reads both after its append, so after the move.
+//   - Every read is fresh (StateFresh, DecideFresh): on a cluster a replica behind the
+//     log could show a child before a move the log already holds, and a decision of
+//     nothing made on it would be believed.
+//
+// Then the last append to a parent is followed by a round that reads every child after
+// it, and a child's later move has a handler of its own that reads the parent after
+// that append. known is the child whose event is being handled, as read at least up to
+// that event.
 func decideGroup(ctx context.Context, deps Deps, parent string, known events.State) error {
-	_, err := deps.Store.Decide(ctx, parent, func(p events.State) ([]events.Event, error) {
-		if p.Job == nil || p.Job.Kind != events.KindGroup {
-			return nil, nil
-		}
-		children, err := childrenOf(ctx, deps, p)
-		if err != nil {
-			return nil, err
-		}
-		for i := range children {
-			if children[i].JobID == known.JobID && children[i].LastSeq < known.LastSeq {
-				children[i] = known
+	for round := 1; ; round++ {
+		moved := false
+		_, err := deps.Store.DecideFresh(ctx, parent, func(p events.State) ([]events.Event, error) {
+			moved = false
+			if p.Job == nil || p.Job.Kind != events.KindGroup {
+				return nil, nil
 			}
+			children, err := childrenOf(ctx, deps, p)
+			if err != nil {
+				return nil, err
+			}
+			for i := range children {
+				if children[i].JobID == known.JobID && children[i].LastSeq < known.LastSeq {
+					children[i] = known
+				}
+			}
+			name, payload := events.GroupEvent(p, events.GroupOf(children))
+			if name == "" {
+				return nil, nil
+			}
+			ev, err := events.New(p.JobID, name, "", deps.Now(), payload)
+			moved = err == nil
+			return []events.Event{ev}, err
+		})
+		if err != nil || !moved {
+			return err
 		}
-		name, payload := events.GroupEvent(p, events.GroupOf(children))
-		if name == "" {
-			return nil, nil
+		if round == groupRounds {
+			return fmt.Errorf("group %s: still moving after %d decisions in a row; deciding again later", parent, round)
 		}
-		ev, err := events.New(p.JobID, name, "", deps.Now(), payload)
-		return []events.Event{ev}, err
-	})
-	return err
+	}
 }
 
 // groupChildren folds every child of a parent record, in the parent's order.
 func groupChildren(ctx context.Context, deps Deps, parentID string) ([]events.State, error) {
-	p, err := deps.Store.State(ctx, parentID)
+	p, err := deps.Store.StateFresh(ctx, parentID)
 	if err != nil {
 		return nil, fmt.Errorf("reading parent %s: %w", parentID, err)
 	}
 	return childrenOf(ctx, deps, p)
 }
 
-// childrenOf folds every child of a parent record as read now, in the parent's order.
+// childrenOf folds every child of a parent record as the log holds it now (StateFresh),
+// in the parent's order.
 func childrenOf(ctx context.Context, deps Deps, p events.State) ([]events.State, error) {
 	if p.Job == nil {
 		return nil, nil
@@ -157,7 +185,7 @@ func childrenOf(ctx context.Context, deps Deps, p events.State) ([]events.State,
 	ids := p.Job.ChildIDs()
 	out := make([]events.State, 0, len(ids))
 	for _, id := range ids {
-		c, err := deps.Store.State(ctx, id)
+		c, err := deps.Store.StateFresh(ctx, id)
 		if err != nil && !errors.Is(err, events.ErrNotFound) {
 			return nil, fmt.Errorf("reading child %s of %s: %w", id, parentID, err)
 		}
@@ -181,7 +209,8 @@ func endSiblings(ctx context.Context, deps Deps, ended events.State, children []
 		reason += ": " + ended.Reason
 	}
 	for _, id := range events.Siblings(j, children) {
-		_, err := deps.Store.Decide(ctx, id, func(s events.State) ([]events.Event, error) {
+		// Fresh: a sibling read before its start would be left to the executor, running.
+		_, err := deps.Store.DecideFresh(ctx, id, func(s events.State) ([]events.Event, error) {
 			// A sibling that has not started is the executor's: it fails it with this
 			// subjob's reason before it starts (co-allocation, all or none).
 			if s.Status.Terminal() || s.CancelRequested || s.NativeID == "" {
@@ -225,9 +254,10 @@ func runGroupRequests(ctx context.Context, deps Deps) error {
 }
 
 // requestChild makes a parent's request of one child, when the child can take it and
-// has not been asked already.
+// has not been asked already. The child is read fresh: a resume decided on a read from
+// before the child was held would find nothing to resume, and it would stay held.
 func requestChild(ctx context.Context, deps Deps, id string, req events.Event, note events.Note) error {
-	_, err := deps.Store.Decide(ctx, id, func(s events.State) ([]events.Event, error) {
+	_, err := deps.Store.DecideFresh(ctx, id, func(s events.State) ([]events.Event, error) {
 		if !takes(s, req.Name) {
 			return nil, nil
 		}

@@ -20,8 +20,8 @@ type pausingStore struct {
 	resume  chan struct{}
 }
 
-func (p *pausingStore) State(ctx context.Context, id string) (events.State, error) {
-	st, err := p.Store.State(ctx, id)
+func (p *pausingStore) StateFresh(ctx context.Context, id string) (events.State, error) {
+	st, err := p.Store.StateFresh(ctx, id)
 	if id == p.job {
 		p.once.Do(func() {
 			close(p.reached)
@@ -110,6 +110,89 @@ func TestGroupDecisionAfterAnotherDoesNotUndoIt(t *testing.T) {
 	}
 	if got := status(); got != events.StatusHeld {
 		t.Fatalf("parent %s after the slow decision, want HELD: it was decided on children read before the parent held", got)
+	}
+}
+
+// A decision made on a child read just before it moved must not stick after the
+// handler of that move found nothing to do. Here a is held while b, held before, is
+// read held by a's handler just before it resumes; b's handler then finds the parent
+// RUNNING as it should be and appends nothing, and a's handler appends HELD
+// afterwards, its condition on the parent still true. Without deciding again after its
+// own append, the parent stays HELD over a running child.
+func TestGroupDecisionOnAChildReadBeforeItMovedDoesNotStick(t *testing.T) {
+	st, deps, parent, a, b := groupOfTwo(t)
+	ctx := context.Background()
+	for n, id := range []string{a, b} {
+		steps := life(id, "hpc1", n)[:8] // submitted ... started, RUNNING
+		steps[0].Payload = events.Job{ID: id, Name: "child", Executable: "/bin/true", Parent: parent}
+		play(t, st, id, t0, steps)
+	}
+	play(t, st, b, t0.Add(time.Minute), []step{{Name: events.Held, Route: "hpc1"}})
+	status := func() events.Status {
+		t.Helper()
+		s, err := st.State(ctx, parent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Status
+	}
+	if err := decideGroup(ctx, deps, parent, events.State{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(); got != events.StatusRunning {
+		t.Fatalf("parent %s with a running and b held, want RUNNING", got)
+	}
+
+	// a is held; its handler reads a, then b (held), and stops there.
+	play(t, st, a, t0.Add(2*time.Minute), []step{{Name: events.Held, Route: "hpc1"}})
+	knownA, err := st.State(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := &pausingStore{Store: st, job: b, reached: make(chan struct{}), resume: make(chan struct{})}
+	slowDeps := deps
+	slowDeps.Store = slow
+	done := make(chan error, 1)
+	go func() { done <- decideGroup(ctx, slowDeps, parent, knownA) }()
+	select {
+	case <-slow.reached:
+	case err := <-done:
+		t.Fatalf("the decision ended (%v) without reading child b", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the decision never read child b")
+	}
+
+	// b resumes; its handler finds a held, b running: the parent is RUNNING already.
+	play(t, st, b, t0.Add(3*time.Minute), []step{{Name: events.Resumed, Route: "hpc1"}})
+	knownB, err := st.State(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if knownB.Status != events.StatusRunning {
+		t.Fatalf("b is %s after its resume, want RUNNING", knownB.Status)
+	}
+	before, err := st.State(ctx, parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := decideGroup(ctx, deps, parent, knownB); err != nil {
+		t.Fatal(err)
+	}
+	if after, err := st.State(ctx, parent); err != nil || after.LastSeq != before.LastSeq {
+		t.Fatalf("b's handler appended to the parent (%v): the parent should have matched", err)
+	}
+
+	close(slow.resume)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first decision never finished")
+	}
+	if got := status(); got != events.StatusRunning {
+		t.Fatalf("parent %s with a held and b running, want RUNNING: a decision on b read before it resumed stuck", got)
 	}
 }
 

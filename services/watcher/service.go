@@ -62,6 +62,11 @@ type Store interface {
 	DecideLatest(ctx context.Context, jobID string, decide events.Decision) (events.State, error)
 	DecideOn(ctx context.Context, e events.Event, decide events.Decision) (events.State, error)
 	StateAt(ctx context.Context, e events.Event) (events.State, error)
+	// StateFresh and DecideFresh read a job as the log holds it now, whichever server of
+	// a cluster answers: for decisions that read other jobs than the one they append to
+	// (a group's children), which the append's condition does not cover.
+	StateFresh(ctx context.Context, jobID string) (events.State, error)
+	DecideFresh(ctx context.Context, jobID string, decide events.Decision) (events.State, error)
 }
 
 // Deps are the watcher's live collaborators.
