@@ -7,6 +7,7 @@ import (
 	"reflect"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/bus"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -45,6 +46,7 @@ func readView(ctx context.Context, js jetstream.JetStream, upTo uint64) (View, e
 	if err != nil {
 		return nil, fmt.Errorf("rebuilding properties: %w", err)
 	}
+	defer bus.Forget(ctx, bus.OfStream(js, events.Stream), cons)
 	info, err := cons.Info(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("rebuilding properties: %w", err)

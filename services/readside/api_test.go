@@ -275,6 +275,51 @@ func TestSSEOneJob(t *testing.T) {
 	}
 }
 
+// A stream that ends leaves no consumer behind on the server: nats.go leaves an ordered
+// consumer's server side for five minutes, and the server refuses a stream more than
+// 1,000 consumers by default, so `submit --wait` of 2,000 jobs (a stream each) failed
+// part way with "maximum consumers limit reached".
+func TestSSEStreamEndedLeavesNoConsumer(t *testing.T) {
+	b, st, srv := apiServer(t, nil)
+	ctx := context.Background()
+	id := events.NewID()
+	play(t, st, id, t0, life(id, "c1", 0)[:2])
+	stream, err := b.JS.Stream(ctx, events.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	consumers := func() int { // of this job's events (the API has others of its own)
+		t.Helper()
+		n, l := 0, stream.ListConsumers(ctx)
+		for ci := range l.Info() {
+			if ci.Config.FilterSubject == events.JobFilter(id) || slices.Contains(ci.Config.FilterSubjects, events.JobFilter(id)) {
+				n++
+			}
+		}
+		if err := l.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for range 3 {
+		rctx, cancel := context.WithCancel(ctx)
+		req, _ := http.NewRequestWithContext(rctx, http.MethodGet, srv.URL+"/v1/events?job="+id, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ids, _ := readSSE(t, resp, 2); len(ids) != 2 {
+			t.Fatalf("the job's stream gave %d events, want 2", len(ids))
+		}
+		if n := consumers(); n != 1 {
+			t.Fatalf("%d consumers of the job's events while its stream is open, want 1", n)
+		}
+		cancel()
+		resp.Body.Close()
+		eventually(t, "the ended stream's consumer to be deleted", func() bool { return consumers() == 0 })
+	}
+}
+
 // An event whose data is not JSON (written around the store) is streamed without its
 // data; the stream goes on past it.
 func TestSSEGoesOnPastBadData(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/bus"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -202,6 +203,7 @@ func readFiltered(ctx context.Context, stream jetstream.Stream, filter string, l
 	if err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
+	defer bus.Forget(ctx, stream, cons)
 	it, err := cons.Messages(jetstream.PullMaxMessages(2048))
 	if err != nil {
 		return fmt.Errorf("audit: %w", err)
@@ -233,6 +235,7 @@ func readUntil(ctx context.Context, stream jetstream.Stream, last uint64, fn fun
 	if err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
+	defer bus.Forget(ctx, stream, cons)
 	it, err := cons.Messages(jetstream.PullMaxMessages(256))
 	if err != nil {
 		return fmt.Errorf("audit: %w", err)

@@ -44,6 +44,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, err)
 		return
 	}
+	defer bus.Forget(r.Context(), bus.OfStream(a.js, events.Stream), cons)
 	it, err := cons.Messages(jetstream.PullMaxMessages(256))
 	if err != nil {
 		httpapi.WriteError(w, err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/bus"
 	"github.com/gridwire/gridwire/pkg/cluster"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -135,6 +136,7 @@ func (m *Model) follow(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("ptp model consumer: %w", err)
 	}
+	defer bus.Forget(ctx, bus.OfStream(m.js, events.Stream), cons)
 	if info := cons.CachedInfo(); info == nil || info.NumPending == 0 {
 		m.markReady()
 	}
