@@ -328,3 +328,36 @@ func TestCoallocatedSubjobStartedAfterASiblingFailedIsCancelled(t *testing.T) {
 		t.Fatalf("a redelivered start added %d events", len(h2.Events)-len(h.Events))
 	}
 }
+
+// Decisions on one parent take turns; on another they do not wait; and a lock no one
+// holds is forgotten.
+func TestKeyedMutex(t *testing.T) {
+	var k keyedMutex
+	unlockA := k.lock("a")
+	got := make(chan string, 2)
+	go func() {
+		defer k.lock("a")()
+		got <- "a"
+	}()
+	go func() {
+		defer k.lock("b")()
+		got <- "b"
+	}()
+	if first := <-got; first != "b" {
+		t.Fatalf("%s's lock was taken while a held it", first)
+	}
+	select {
+	case <-got:
+		t.Fatal("a's lock was taken twice at once")
+	case <-time.After(50 * time.Millisecond):
+	}
+	unlockA()
+	if second := <-got; second != "a" {
+		t.Fatalf("got %s, want a", second)
+	}
+	eventually(t, "every lock to be forgotten", func() bool {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		return len(k.m) == 0
+	})
+}

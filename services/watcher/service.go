@@ -82,6 +82,8 @@ type Deps struct {
 	// Metrics, when set, receives the watcher's metrics: status polls and their
 	// failures per cluster.
 	Metrics prometheus.Registerer
+
+	parents *keyedMutex // group decisions on one parent take turns (runGroups)
 }
 
 // Run follows the configured clusters and decides terminal states until ctx ends.
