@@ -3,11 +3,16 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -167,5 +172,48 @@ func TestCLIDDSLocationExeIsUploaded(t *testing.T) {
 	}
 	if status, logs, errOut := cli(ctx, "logs", "--server", server, ended[0].ID); status != 0 || logs != "index 0\n" {
 		t.Errorf("the task's output: exit %d %q %s; want the uploaded exe's", status, logs, errOut)
+	}
+}
+
+// submit --wait of a topology follows the session's parent record, which ends once every
+// task has: one event stream for the group. A stream for each task cost the server a
+// consumer each, scanning the log for its job's events (a 10,000-task topology: 112 s
+// and 168 CPU-s of the gateway, against 38 s and 40 CPU-s for the run alone).
+func TestSubmitWaitFollowsAGroupThroughItsParent(t *testing.T) {
+	server := serveCLI(t)
+	target, err := url.Parse(server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	streams := map[string]int{} // event streams asked for, by job
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.FlushInterval = -1
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/events" {
+			mu.Lock()
+			streams[r.URL.Query().Get("job")]++
+			mu.Unlock()
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	topo := writeFile(t, t.TempDir(), "twelve.xml", `<topology name="twelve">
+  <decltask name="w"><exe>/bin/true</exe></decltask>
+  <main name="main"><group name="g" n="12"><task>w</task></group></main>
+</topology>`)
+	status, out, errOut := cli(context.Background(), "submit", "--wait", "--server", front.URL, topo)
+	if status != 0 || strings.Count(out, " SUCCEEDED") != 12 {
+		t.Fatalf("submit --wait: exit %d\n%s%s\nwant 12 tasks SUCCEEDED", status, out, errOut)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(streams) != 1 {
+		t.Fatalf("event streams by job %v: want the parent record's alone", streams)
+	}
+	for job := range streams {
+		if strings.Contains(out, job) {
+			t.Fatalf("the one stream followed %s, a task, not the parent", job)
+		}
 	}
 }

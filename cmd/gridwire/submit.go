@@ -65,7 +65,8 @@ func submit(ctx context.Context, e *env, f *clientFlags, files []string, format,
 	if err != nil {
 		return err
 	}
-	var runnable []string
+	var runnable, parents []string
+	inGroup := map[string]bool{} // jobs whose parent record a wait can follow instead
 	var all []accepted
 	var refused []error
 	if err := ingest.CheckKey(key); err != nil {
@@ -89,9 +90,13 @@ func submit(ctx context.Context, e *env, f *clientFlags, files []string, format,
 		}
 		acc.File = file
 		all = append(all, acc)
+		if acc.Parent != "" {
+			parents = append(parents, acc.Parent)
+		}
 		for _, id := range acc.Jobs {
 			if id != acc.Parent {
 				runnable = append(runnable, id)
+				inGroup[id] = acc.Parent != ""
 			}
 			if !f.json && !wait {
 				fmt.Fprintln(e.stdout, id)
@@ -113,7 +118,7 @@ func submit(ctx context.Context, e *env, f *clientFlags, files []string, format,
 		}
 		return nil
 	}
-	if err := waitAll(ctx, e, c, f, runnable, follow); err != nil || len(refused) == 0 {
+	if err := waitAll(ctx, e, c, f, runnable, parents, inGroup, follow); err != nil || len(refused) == 0 {
 		return err
 	}
 	_, exit := classify(refused[0])
@@ -300,31 +305,64 @@ func summarise(e *env, files []string, all []accepted, refused []error) {
 // waitAll follows every job to its end and prints "ID STATE" (with the exit code and
 // the reason when it did not succeed), or JSON views; follow prints each event as it
 // comes.
-func waitAll(ctx context.Context, e *env, c *client, f *clientFlags, ids []string, follow bool) error {
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(64)
-	ends := make([]jobView, len(ids))
+//
+// Without follow, the jobs of a group are waited for through their parent record, which
+// ends only once every child has ended for good: one event stream for the group, where
+// one for each child cost the server a consumer each that scans the log for its job's
+// events (a 10,000-task topology took 112 s and 168 CPU-s of the gateway with a stream a
+// child, against 38 s and 40 CPU-s for the run alone). The children's ends are then read
+// once each; a child that has not ended for good by then (one a session update took out
+// of its group) is followed on its own.
+func waitAll(ctx context.Context, e *env, c *client, f *clientFlags, ids, parents []string, inGroup map[string]bool, follow bool) error {
 	clk := newClock(f.utc)
 	var mu sync.Mutex
-	for i, id := range ids {
-		g.Go(func() error {
-			err := c.stream(gctx, url.Values{"job": {id}}, func(ev events.Event) bool {
-				if follow && !f.json {
-					mu.Lock()
-					fmt.Fprintf(e.stdout, "%s %s %s%s\n", clk.stamp(ev.Time), ev.JobID, ev.Name, eventNote(ev))
-					mu.Unlock()
-				}
-				return !endsForGood(gctx, c, ev)
-			})
-			if err != nil {
-				return fmt.Errorf("following %s: %w", id, err)
+	untilEnd := func(ctx context.Context, id string) error {
+		err := c.stream(ctx, url.Values{"job": {id}}, func(ev events.Event) bool {
+			if follow && !f.json {
+				mu.Lock()
+				fmt.Fprintf(e.stdout, "%s %s %s%s\n", clk.stamp(ev.Time), ev.JobID, ev.Name, eventNote(ev))
+				mu.Unlock()
 			}
-			v, err := c.job(gctx, id)
-			ends[i] = v
-			return err
+			return !endsForGood(ctx, c, ev)
 		})
+		if err != nil {
+			return fmt.Errorf("following %s: %w", id, err)
+		}
+		return nil
 	}
-	if err := g.Wait(); err != nil {
+	first := ids
+	if !follow && len(parents) > 0 {
+		first = parents
+		for _, id := range ids {
+			if !inGroup[id] {
+				first = append(first, id)
+			}
+		}
+	}
+	if err := forEach(ctx, first, untilEnd); err != nil {
+		return err
+	}
+	ends := make([]jobView, len(ids))
+	read := func(ctx context.Context, i int) error {
+		v, err := c.job(ctx, ids[i])
+		ends[i] = v
+		return err
+	}
+	if err := forEach(ctx, indexes(len(ids)), read); err != nil {
+		return err
+	}
+	var open []int
+	for i, v := range ends {
+		if !events.Status(v.Status).Terminal() || v.Restarting {
+			open = append(open, i)
+		}
+	}
+	if err := forEach(ctx, open, func(ctx context.Context, i int) error {
+		if err := untilEnd(ctx, ids[i]); err != nil {
+			return err
+		}
+		return read(ctx, i)
+	}); err != nil {
 		return err
 	}
 	failed := 0
@@ -350,6 +388,25 @@ func waitAll(ctx context.Context, e *env, c *client, f *clientFlags, ids []strin
 		return exitCode(exitFailed)
 	}
 	return nil
+}
+
+// forEach runs fn on every item, 64 at a time, and returns the first error.
+func forEach[T any](ctx context.Context, items []T, fn func(context.Context, T) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(64)
+	for _, it := range items {
+		g.Go(func() error { return fn(gctx, it) })
+	}
+	return g.Wait()
+}
+
+// indexes is 0, 1, ..., n-1.
+func indexes(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
 }
 
 // endsForGood reports whether ev ends its job: a terminal event that no restart follows
