@@ -276,14 +276,25 @@ func tail(b []byte, n int) []byte {
 	return b
 }
 
-// submit posts one description with its idempotency key; the request is bounded.
+// groupTopology is a DDS topology of six tasks: a parent record and six children.
+const groupTopology = `<topology name="cluster-group">
+  <decltask name="w"><exe>/bin/sh -c 'exit 0'</exe></decltask>
+  <main name="main"><group name="g" n="6"><task>w</task></group></main>
+</topology>`
+
+// submit posts one v3 JSON description with its idempotency key; the request is bounded.
 func (g *gateway) submit(doc, key string) ([]string, error) {
+	return g.submitAs(doc, key, "application/json")
+}
+
+// submitAs is submit of a document of the given content type.
+func (g *gateway) submitAs(doc, key, contentType string) ([]string, error) {
 	client := &http.Client{Timeout: 15 * time.Second}
 	req, err := http.NewRequest(http.MethodPost, g.http+"/v1/jobs", strings.NewReader(doc))
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("Idempotency-Key", key)
 	resp, err := client.Do(req)
 	if err != nil {
@@ -425,6 +436,18 @@ func TestE2ENATSClusterServe(t *testing.T) {
 		}
 		byRole = c.startedBy(t, ids, fmt.Sprintf("-%d", x.Process.Pid))
 	}
+	// A group on the cluster: its parent follows its children through decisions that
+	// read them fresh, through the stream leader on three replicas.
+	group, err := g.submitAs(groupTopology, "serve-group", "application/xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids = append(ids, group...)
+	gf, gstuck := g.waitTerminal(group, 3*time.Minute)
+	for id, s := range gf {
+		final[id] = s
+	}
+	stuck += gstuck
 	failed := 0
 	for _, s := range final {
 		if s != "SUCCEEDED" {
