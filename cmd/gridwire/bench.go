@@ -132,42 +132,45 @@ func benchCmd(e *env) *cobra.Command {
 // benchResult is every figure one run measured; a zero figure was not measured in this
 // mode.
 type benchResult struct {
-	CPUs               int       `json:"cpus"`
-	Load               string    `json:"load"` // /proc/loadavg at the start and at the end
-	RawSpawnPerSec     float64   `json:"raw_spawn_per_sec,omitempty"`
-	RawJobPerSec       float64   `json:"raw_job_per_sec,omitempty"` // the mean of before and after
-	RawJobBeforePerSec float64   `json:"raw_job_before_per_sec,omitempty"`
-	RawJobAfterPerSec  float64   `json:"raw_job_after_per_sec,omitempty"`
-	PipelinePerSec     float64   `json:"pipeline_jobs_per_sec,omitempty"`
-	PipelineRatio      float64   `json:"pipeline_vs_raw_job,omitempty"`
-	CPUPerJobMicros    float64   `json:"gridwire_cpu_per_job_us,omitempty"`
-	ChildCPUPerJob     float64   `json:"children_cpu_per_job_us,omitempty"`
-	LatencyP50Millis   float64   `json:"latency_p50_ms,omitempty"`
-	LatencyP99Millis   float64   `json:"latency_p99_ms,omitempty"`
-	RawJobP50Millis    float64   `json:"raw_job_p50_ms,omitempty"`
-	RawJobP99Millis    float64   `json:"raw_job_p99_ms,omitempty"`
-	SubmitPerSec       float64   `json:"durable_submit_per_sec,omitempty"`
-	BulkSubmitPerSec   float64   `json:"bulk_submit_per_sec,omitempty"`
-	RawAppendPerSec    float64   `json:"raw_append_per_sec,omitempty"`
-	ReplayPerSec       float64   `json:"replay_events_per_sec,omitempty"`
-	RawConsumePerSec   float64   `json:"raw_consume_events_per_sec,omitempty"`
-	ReplayEvents       uint64    `json:"replay_events,omitempty"`
-	Reads              reads     `json:"reads"`
-	Ops                opsPerJob `json:"jetstream_per_job"`
-	RSSMiB             float64   `json:"rss_mib,omitempty"`
-	HeapMiB            float64   `json:"heap_mib,omitempty"`
-	LogJobs            int       `json:"log_jobs"`
-	LogEvents          uint64    `json:"log_events"`
-	FillSeconds        float64   `json:"fill_seconds,omitempty"`
-	CatchUpSeconds     float64   `json:"catch_up_seconds,omitempty"`
-	StartSeconds       float64   `json:"start_seconds,omitempty"` // a process on the log: NATS recovering the store
-	Jobs               int       `json:"jobs"`
-	SubmitJobs         int       `json:"submit_jobs"`
-	LatencyJobs        int       `json:"latency_jobs"`
-	Scale              *scaleRow `json:"scale,omitempty"`
-	Slurm              *slurmRow `json:"slurm,omitempty"`
-	SSH                *sshRow   `json:"ssh,omitempty"`
-	Skipped            []string  `json:"skipped,omitempty"`
+	CPUs               int     `json:"cpus"`
+	Load               string  `json:"load"` // /proc/loadavg at the start and at the end
+	RawSpawnPerSec     float64 `json:"raw_spawn_per_sec,omitempty"`
+	RawJobPerSec       float64 `json:"raw_job_per_sec,omitempty"` // the mean of before and after
+	RawJobBeforePerSec float64 `json:"raw_job_before_per_sec,omitempty"`
+	RawJobAfterPerSec  float64 `json:"raw_job_after_per_sec,omitempty"`
+	PipelinePerSec     float64 `json:"pipeline_jobs_per_sec,omitempty"`
+	PipelineRatio      float64 `json:"pipeline_vs_raw_job,omitempty"`
+	CPUPerJobMicros    float64 `json:"gridwire_cpu_per_job_us,omitempty"`
+	ChildCPUPerJob     float64 `json:"children_cpu_per_job_us,omitempty"`
+	LatencyP50Millis   float64 `json:"latency_p50_ms,omitempty"`
+	LatencyP99Millis   float64 `json:"latency_p99_ms,omitempty"`
+	// LatencyHops is the idle latency job's path, event by event: the median time from
+	// the previous event (the first: from the submit call) until each was seen stored.
+	LatencyHops      []latencyHop `json:"latency_hops,omitempty"`
+	RawJobP50Millis  float64      `json:"raw_job_p50_ms,omitempty"`
+	RawJobP99Millis  float64      `json:"raw_job_p99_ms,omitempty"`
+	SubmitPerSec     float64      `json:"durable_submit_per_sec,omitempty"`
+	BulkSubmitPerSec float64      `json:"bulk_submit_per_sec,omitempty"`
+	RawAppendPerSec  float64      `json:"raw_append_per_sec,omitempty"`
+	ReplayPerSec     float64      `json:"replay_events_per_sec,omitempty"`
+	RawConsumePerSec float64      `json:"raw_consume_events_per_sec,omitempty"`
+	ReplayEvents     uint64       `json:"replay_events,omitempty"`
+	Reads            reads        `json:"reads"`
+	Ops              opsPerJob    `json:"jetstream_per_job"`
+	RSSMiB           float64      `json:"rss_mib,omitempty"`
+	HeapMiB          float64      `json:"heap_mib,omitempty"`
+	LogJobs          int          `json:"log_jobs"`
+	LogEvents        uint64       `json:"log_events"`
+	FillSeconds      float64      `json:"fill_seconds,omitempty"`
+	CatchUpSeconds   float64      `json:"catch_up_seconds,omitempty"`
+	StartSeconds     float64      `json:"start_seconds,omitempty"` // a process on the log: NATS recovering the store
+	Jobs             int          `json:"jobs"`
+	SubmitJobs       int          `json:"submit_jobs"`
+	LatencyJobs      int          `json:"latency_jobs"`
+	Scale            *scaleRow    `json:"scale,omitempty"`
+	Slurm            *slurmRow    `json:"slurm,omitempty"`
+	SSH              *sshRow      `json:"ssh,omitempty"`
+	Skipped          []string     `json:"skipped,omitempty"`
 
 	// CPU of the process (ingest, the store's client, the embedded server) per job of
 	// each durable submit run: comparable across runs where the rates are the load's.
@@ -209,6 +212,13 @@ func (r benchResult) print(e *env) {
 		row("idle submit->SUCCEEDED p50 / p99", fmt.Sprintf("%.2f / %.2f ms", r.LatencyP50Millis, r.LatencyP99Millis),
 			fmt.Sprintf("raw job alone %.2f / %.2f ms", r.RawJobP50Millis, r.RawJobP99Millis),
 			"<= 2.5 / 8 ms "+met(r.LatencyP50Millis <= 2.5 && r.LatencyP99Millis <= 8))
+		if len(r.LatencyHops) > 0 {
+			fmt.Fprint(w, "  idle job's hops, median ms from the previous event stored (p99):")
+			for _, h := range r.LatencyHops {
+				fmt.Fprintf(w, " %s %.2f (%.2f)", h.Event, h.P50Millis, h.P99Millis)
+			}
+			fmt.Fprintln(w)
+		}
 	}
 	if r.SubmitPerSec > 0 {
 		row(fmt.Sprintf("durable submit, one job a request (%d)", r.SubmitJobs), fmt.Sprintf("%.0f /s", r.SubmitPerSec),
@@ -665,6 +675,9 @@ func benchPipeline(ctx context.Context, e *env, dir string, o *benchOpts, r *ben
 
 	// Latency: one job at a time on an otherwise idle system.
 	lat := make([]time.Duration, 0, o.latJobs)
+	ends.keepPaths()
+	hops := map[events.Name][]time.Duration{}
+	var order []events.Name
 	for range o.latJobs {
 		t0 := time.Now()
 		acc, err := sys.ingest.Submit(ctx, ingest.Submission{File: "bench.json", Data: trueJob(), Submitter: "bench"})
@@ -675,8 +688,22 @@ func benchPipeline(ctx context.Context, e *env, dir string, o *benchOpts, r *ben
 			return err
 		}
 		lat = append(lat, time.Since(t0))
+		prev := t0
+		for i, s := range ends.path(acc.Jobs[0]) {
+			if len(order) <= i {
+				order = append(order, s.name)
+			}
+			if order[i] == s.name {
+				hops[s.name] = append(hops[s.name], s.at.Sub(prev))
+			}
+			prev = s.at
+		}
 	}
 	r.LatencyP50Millis, r.LatencyP99Millis = quantiles(lat)
+	for _, n := range order {
+		p50, p99 := quantiles(hops[n])
+		r.LatencyHops = append(r.LatencyHops, latencyHop{Event: n, P50Millis: p50, P99Millis: p99})
+	}
 	return afterPipeline(ctx, sys, ids, o, r)
 }
 
@@ -711,6 +738,37 @@ type endWatch struct {
 	ended  map[string]events.Name
 	failed int
 	seen   map[events.Name]*phase
+	paths  map[string][]sighting // each job's events as seen, once keepPaths was called
+}
+
+// sighting is one event of a job seen on the bus.
+type sighting struct {
+	name events.Name
+	at   time.Time
+}
+
+// latencyHop is one step of the idle latency job: the event, and how long after the
+// one before it (the first: after the submit call began) it was seen stored.
+type latencyHop struct {
+	Event     events.Name `json:"event"`
+	P50Millis float64     `json:"p50_ms"`
+	P99Millis float64     `json:"p99_ms"`
+}
+
+// keepPaths starts keeping each job's events with the time each was seen.
+func (w *endWatch) keepPaths() {
+	w.mu.Lock()
+	w.paths = map[string][]sighting{}
+	w.mu.Unlock()
+}
+
+// path is the events of job id seen so far, in the order seen, and forgets them.
+func (w *endWatch) path(id string) []sighting {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p := w.paths[id]
+	delete(w.paths, id)
+	return p
 }
 
 // phase is when events of one name were seen.
@@ -738,6 +796,9 @@ func (w *endWatch) observe(m *nats.Msg) {
 		w.seen[name] = p
 	}
 	p.last, p.n = now, p.n+1
+	if w.paths != nil {
+		w.paths[id] = append(w.paths[id], sighting{name, now})
+	}
 	if !name.Terminal() {
 		w.mu.Unlock()
 		return

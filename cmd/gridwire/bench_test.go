@@ -36,6 +36,18 @@ func TestBenchMeasuresEveryFigure(t *testing.T) {
 			t.Errorf("%s: %v, not measured", name, v)
 		}
 	}
+	// The idle job's path: every event of a fork job's life, in the log's order, each
+	// seen after the one before it.
+	var hops []string
+	for _, h := range r.LatencyHops {
+		hops = append(hops, string(h.Event))
+		if h.P50Millis <= 0 || h.P99Millis < h.P50Millis {
+			t.Errorf("hop %s: p50 %v, p99 %v ms", h.Event, h.P50Millis, h.P99Millis)
+		}
+	}
+	if got := strings.Join(hops, " "); got != "submitted incarnated queued started exited staged_out succeeded" {
+		t.Errorf("the idle job's hops: %q", got)
+	}
 	// The raw jobs' directories are kept through the pipeline and removed at the end.
 	if left, _ := filepath.Glob(filepath.Join(data, "pipeline", "jobs", "raw*")); len(left) > 0 {
 		t.Errorf("the raw jobs' directories were left: %v", left)
