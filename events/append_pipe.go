@@ -2,16 +2,20 @@ package events
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// ackPipe sends CreateAll's appends on the store's connection, each with a reply subject
+// ackPipe sends the store's appends (CreateAll's windows, and each single append as a
+// window of one: publishPiped) on the store's connection, each with a reply subject
 // of its own under one inbox, and reads their acknowledgements itself. It is what
 // jetstream's PublishMsgAsync does, less what a bulk append does not need: a future with
 // two channels, a timer, a map entry and option closures for every message, a header map
@@ -215,4 +219,63 @@ func plainPubAck(b []byte) (uint64, bool) {
 		seq = seq*10 + uint64(c-'0')
 	}
 	return seq, true
+}
+
+// pipeRetries and pipeRetryWait are how often, and after how long, publishPiped sends an
+// append again that no stream answered (a leader being elected), as jetstream's
+// PublishMsg does by default.
+const (
+	pipeRetries   = 2
+	pipeRetryWait = 250 * time.Millisecond
+)
+
+// publishPiped sends one append, its headers already set, through the pipe and waits for
+// its acknowledgement until ctx is done: what jetstream's PublishMsg does, less its
+// future, its option closures and its decoding of the acknowledgement with encoding/json
+// (a single append of a service's decision; CreateAll sends windows). The outcome is
+// jetstream's: a conflict is a *jetstream.APIError, no answer in time
+// context.DeadlineExceeded, which the caller settles by reading the job back.
+func (s *Store) publishPiped(ctx context.Context, msg *nats.Msg) (uint64, error) {
+	for r := 0; ; r++ {
+		seq, err := s.publishPipedOnce(ctx, msg)
+		if r == pipeRetries || !errors.Is(err, jetstream.ErrNoStreamResponse) {
+			return seq, err
+		}
+		t := time.NewTimer(pipeRetryWait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return 0, err
+		}
+	}
+}
+
+func (s *Store) publishPipedOnce(ctx context.Context, msg *nats.Msg) (uint64, error) {
+	w, err := s.pipe.open(s.nc, 1)
+	if err != nil {
+		return 0, err
+	}
+	defer s.pipe.settle(w)
+	var reply [64]byte
+	msg.Reply = string(s.pipe.replyTo(reply[:0], w, 0))
+	w.sent(0) // before the publish: its answer may come before PublishMsg returns
+	err = s.nc.PublishMsg(msg)
+	msg.Reply = ""
+	if err != nil {
+		return 0, err
+	}
+	w.sealed()
+	select {
+	case <-w.done:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	w.mu.Lock()
+	a := w.acks[0]
+	w.mu.Unlock()
+	if !a.got {
+		return 0, context.DeadlineExceeded
+	}
+	return a.seq, a.err
 }

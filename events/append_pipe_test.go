@@ -3,10 +3,13 @@ package events_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/events/eventstest"
+	"github.com/gridwire/gridwire/pkg/bus"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -133,5 +136,102 @@ func TestReadPubAck(t *testing.T) {
 		case !errors.Is(err, c.want) || seq != c.seq:
 			t.Errorf("%s %v: %d, %v; want %d, %v", c.m.Data, c.m.Header, seq, err, c.seq, c.want)
 		}
+	}
+}
+
+// A single append through the store's own pipe stores the message jetstream's
+// PublishMsg stores: the same subject, and the same headers (the event's ID, the
+// condition on the job's last sequence and the filter it applies to).
+func TestAppendPipeSendsWhatJetStreamSends(t *testing.T) {
+	b, st := openStore(t)
+	viaJS := events.NewStore(b.Conn, b.JS, "test/store", events.WithJetStreamPublish())
+	ctx := context.Background()
+	stream, err := b.JS.Stream(ctx, events.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [2]*jetstream.RawStreamMsg
+	var first [2]uint64
+	for k, s := range []*events.Store{st, viaJS} {
+		id := []string{"JOB", "JOB2"}[k]
+		if first[k], err = s.Create(ctx, submitted(t, id)); err != nil {
+			t.Fatal(err)
+		}
+		e, _ := events.New(id, events.HoldRequested, "", t0, events.Note{})
+		seq, err := s.Append(ctx, first[k], "", e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[k], err = stream.GetMsg(ctx, seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pipe, js := got[0], got[1]
+	if pipe.Subject != "jobs.JOB.hold_requested._" || js.Subject != "jobs.JOB2.hold_requested._" {
+		t.Fatalf("subjects %q and %q", pipe.Subject, js.Subject)
+	}
+	for _, h := range []string{jetstream.MsgIDHeader, jetstream.ExpectedLastSubjSeqHeader, jetstream.ExpectedLastSubjSeqSubjHeader} {
+		if pipe.Header.Get(h) == "" || js.Header.Get(h) == "" {
+			t.Errorf("header %s: %q through the pipe, %q through jetstream", h, pipe.Header.Get(h), js.Header.Get(h))
+		}
+	}
+	if p, j := pipe.Header.Get(jetstream.ExpectedLastSubjSeqHeader), js.Header.Get(jetstream.ExpectedLastSubjSeqHeader); p != strconv.FormatUint(first[0], 10) || j != strconv.FormatUint(first[1], 10) {
+		t.Errorf("expected last sequences %q and %q, want %d and %d", p, j, first[0], first[1])
+	}
+	if p := pipe.Header.Get(jetstream.ExpectedLastSubjSeqSubjHeader); p != "jobs.JOB.>" {
+		t.Errorf("condition on %q", p)
+	}
+	if len(pipe.Header) != len(js.Header) {
+		t.Errorf("headers %v through the pipe, %v through jetstream", pipe.Header, js.Header)
+	}
+	// The condition holds through the pipe: an append on a stale sequence conflicts.
+	e, _ := events.New("JOB", events.HoldRequested, "", t0, events.Note{})
+	if _, err := st.Append(ctx, first[0], "", e); !errors.Is(err, events.ErrConflict) {
+		t.Fatalf("append on a stale sequence through the pipe: %v, want a conflict", err)
+	}
+}
+
+// A single append whose acknowledgement is lost (stored, never answered) is settled by
+// reading the job back: Append reports the sequence it was stored at, once.
+func TestAppendSettlesALostAcknowledgement(t *testing.T) {
+	b, _ := openStore(t)
+	st := events.NewStore(b.Conn, b.JS, "test/store", events.WithTimeout(200*time.Millisecond))
+	ctx := context.Background()
+	first, err := st.Create(ctx, submitted(t, "JOB"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	events.DropPipeAcks(st, func(int) bool { return true })
+	e, _ := events.New("JOB", events.HoldRequested, "", t0, events.Note{})
+	seq, err := st.Append(ctx, first, "", e)
+	if err != nil || seq != first+1 {
+		t.Fatalf("append with its acknowledgement lost: %d, %v; want %d", seq, err, first+1)
+	}
+	if names := eventstest.Names(t, st, "JOB"); len(names) != 2 {
+		t.Fatalf("history %v", names)
+	}
+}
+
+// An append that no stream answers (none yet, or a leader being elected) is sent again
+// after a moment, as jetstream's PublishMsg does: it lands once the stream is there.
+func TestAppendWaitsForAStreamToAnswer(t *testing.T) {
+	ctx := context.Background()
+	b, err := bus.Open(ctx, bus.Config{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	st := events.NewStore(b.Conn, b.JS, "test/store")
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		if _, err := events.Provision(ctx, b.JS, events.StreamOptions{}); err != nil {
+			t.Error(err)
+		}
+	}()
+	if _, err := st.Create(ctx, submitted(t, "JOB")); err != nil {
+		t.Fatalf("append while the stream was being made: %v", err)
+	}
+	if names := eventstest.Names(t, st, "JOB"); len(names) != 1 {
+		t.Fatalf("history %v", names)
 	}
 }

@@ -22,8 +22,8 @@ type Store struct {
 	retries int
 	cache   *stateCache
 	key     *SigningKey
-	viaJS   bool    // CreateAll publishes through js, not pipe
-	pipe    ackPipe // CreateAll's own publishing and acknowledgements (append_pipe.go)
+	viaJS   bool    // appends publish through js, not pipe
+	pipe    ackPipe // the store's own publishing and acknowledgements (append_pipe.go)
 	// replicas says whether the stream is replicated, for fresh reads (consistent.go).
 	replicas replicaInfo
 	// anyReplica is how a job's state is read when any replica may answer: directGet,
@@ -50,9 +50,10 @@ func WithConflictRetries(n int) StoreOption { return func(s *Store) { s.retries 
 // anything is written) an event the key's role may not write.
 func WithSigningKey(key *SigningKey) StoreOption { return func(s *Store) { s.key = key } }
 
-// WithJetStreamPublish makes CreateAll publish through the store's JetStream client
-// (PublishMsgAsync) rather than on its connection with acknowledgements of its own: for
-// a client wrapped to inject faults (pkg/natsfault), so that they reach bulk appends too.
+// WithJetStreamPublish makes every append publish through the store's JetStream client
+// (PublishMsg, and PublishMsgAsync for CreateAll) rather than on its connection with
+// acknowledgements of its own: for a client wrapped to inject faults (pkg/natsfault), so
+// that they reach appends.
 func WithJetStreamPublish() StoreOption { return func(s *Store) { s.viaJS = true } }
 
 // NewStore returns a store whose events carry the given source (the emitting service
@@ -277,15 +278,31 @@ func (s *Store) append(ctx context.Context, expect uint64, prevHash string, e Ev
 		return 0, "", err
 	}
 	msg := &nats.Msg{Subject: e.subject(), Data: body, Header: nats.Header{}}
-	opts := []jetstream.PublishOpt{jetstream.WithMsgID(e.ID),
-		jetstream.WithExpectLastSequenceForSubject(expect, JobFilter(e.JobID))}
+	var opts []jetstream.PublishOpt
+	if s.nc == nil || s.viaJS {
+		opts = []jetstream.PublishOpt{jetstream.WithMsgID(e.ID),
+			jetstream.WithExpectLastSequenceForSubject(expect, JobFilter(e.JobID))}
+	} else {
+		msg.Header[jetstream.MsgIDHeader] = []string{e.ID}
+		msg.Header[jetstream.ExpectedLastSubjSeqHeader] = []string{strconv.FormatUint(expect, 10)}
+		msg.Header[jetstream.ExpectedLastSubjSeqSubjHeader] = []string{JobFilter(e.JobID)}
+	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
 		pctx, cancel := context.WithTimeout(ctx, s.timeout)
-		ack, err := s.js.PublishMsg(pctx, msg, opts...)
+		var seq uint64
+		var err error
+		if opts == nil {
+			seq, err = s.publishPiped(pctx, msg)
+		} else {
+			var ack *jetstream.PubAck
+			if ack, err = s.js.PublishMsg(pctx, msg, opts...); err == nil {
+				seq = ack.Sequence
+			}
+		}
 		cancel()
 		if err == nil {
-			return ack.Sequence, HashOf(body), nil
+			return seq, HashOf(body), nil
 		}
 		lastErr = err
 		if !isConflict(err) && !isTimeout(err) {

@@ -125,12 +125,27 @@ func BenchmarkCreateSigned(b *testing.B) {
 // BenchmarkDecideAppendSigned is Decide appending one event with a watcher key on one
 // of 2,000 jobs, from one caller at a time and from 32 at once (each on jobs of its
 // own: the appends do not conflict), as a service's workers decide.
+//
+// Pipe is the store's own publishing (append_pipe.go); JetStream is jetstream's
+// PublishMsg, as every single append published before (WithJetStreamPublish).
 func BenchmarkDecideAppendSigned(b *testing.B) {
-	for _, conc := range []int{1, 32} {
-		b.Run(concName(conc), func(b *testing.B) {
+	for _, via := range []string{"Pipe", "JetStream"} {
+		for _, conc := range []int{1, 32} {
+			b.Run(via+"/"+concName(conc), func(b *testing.B) { benchDecideAppendSigned(b, via, conc) })
+		}
+	}
+}
+
+func benchDecideAppendSigned(b *testing.B, via string, conc int) {
+	{
+		{
 			bs, unsigned := openStoreB(b)
 			ids := fill(b, unsigned, 2048)
-			st := events.NewStore(bs.Conn, bs.JS, "gridwire/watcher/bench", events.WithSigningKey(signingKey(b, events.Grant{Role: events.RoleWatcher})))
+			opts := []events.StoreOption{events.WithSigningKey(signingKey(b, events.Grant{Role: events.RoleWatcher}))}
+			if via == "JetStream" {
+				opts = append(opts, events.WithJetStreamPublish())
+			}
+			st := events.NewStore(bs.Conn, bs.JS, "gridwire/watcher/bench", opts...)
 			ctx := context.Background()
 			var turns [32]int
 			runConcurrently(b, conc, func(worker int) error {
@@ -143,7 +158,7 @@ func BenchmarkDecideAppendSigned(b *testing.B) {
 				return err
 			})
 			reportSignatures(b, st)
-		})
+		}
 	}
 }
 
@@ -210,5 +225,44 @@ func reportSignatures(b *testing.B, st *events.Store) {
 	}
 	if signed > 0 {
 		b.ReportMetric(float64(len(sigs))/float64(signed), "sigs/event")
+	}
+}
+
+// BenchmarkAppendSigned is the single conditional append alone, signed with a watcher
+// key: each worker appends to a job of its own, conditioned on the sequence its last
+// append returned, so no read is made. Pipe publishes through the store's own pipe,
+// JetStream through jetstream's PublishMsg (WithJetStreamPublish), as single appends
+// did before.
+func BenchmarkAppendSigned(b *testing.B) {
+	for _, via := range []string{"Pipe", "JetStream"} {
+		for _, conc := range []int{1, 32} {
+			b.Run(via+"/"+concName(conc), func(b *testing.B) {
+				bs, unsigned := openStoreB(b)
+				opts := []events.StoreOption{events.WithSigningKey(signingKey(b, events.Grant{Role: events.RoleWatcher}))}
+				if via == "JetStream" {
+					opts = append(opts, events.WithJetStreamPublish())
+				}
+				st := events.NewStore(bs.Conn, bs.JS, "gridwire/watcher/bench", opts...)
+				ctx := context.Background()
+				ids, last := make([]string, conc), make([]uint64, conc)
+				for w := range conc {
+					ids[w] = events.NewID()
+					e, _ := events.New(ids[w], events.Submitted, "", t0, events.Job{ID: ids[w], Executable: "/bin/true"})
+					seq, err := unsigned.Create(ctx, e)
+					if err != nil {
+						b.Fatal(err)
+					}
+					last[w] = seq
+				}
+				runConcurrently(b, conc, func(w int) error {
+					e, err := events.New(ids[w], events.HoldRequested, "", t0, events.Note{})
+					if err != nil {
+						return err
+					}
+					last[w], err = st.Append(ctx, last[w], "", e)
+					return err
+				})
+			})
+		}
 	}
 }

@@ -294,7 +294,7 @@ func (s *system) store(c conn, service, clusterName string) (*events.Store, erro
 		opts = append(opts, events.WithSigningKey(key))
 	}
 	if s.wrapJS != nil {
-		// The faults are injected in the JetStream client: bulk appends go through it.
+		// The faults are injected in the JetStream client: every append goes through it.
 		opts = append(opts, events.WithJetStreamPublish())
 	}
 	return events.NewStore(c.nc, c.js, "gridwire/"+service+"/"+s.host, opts...), nil
