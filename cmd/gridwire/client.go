@@ -234,7 +234,7 @@ func (c *client) stream(ctx context.Context, q url.Values, fn func(events.Event)
 	attempts := max(c.retries, 1)
 	wait, failures := c.backoff, 0
 	for {
-		last, connected, done, err := c.streamOnce(ctx, q, fn)
+		last, connected, done, err := c.streamOnce(ctx, q, nil, fn)
 		if done || ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -266,7 +266,9 @@ func (c *client) stream(ctx context.Context, q url.Values, fn func(events.Event)
 
 // streamOnce reads one connection of the stream. It returns the sequence of the last
 // event it handed to fn, whether the server answered, and done when fn asked to stop.
-func (c *client) streamOnce(ctx context.Context, q url.Values, fn func(events.Event) bool) (last string, connected, done bool, err error) {
+// opened, when not nil, is called once the server has accepted the stream: its reader
+// exists on the server, and every event stored from then on will come.
+func (c *client) streamOnce(ctx context.Context, q url.Values, opened func(), fn func(events.Event) bool) (last string, connected, done bool, err error) {
 	req, err := c.request(ctx, http.MethodGet, "/v1/events?"+q.Encode(), nil, "")
 	if err != nil {
 		return "", false, false, err
@@ -280,6 +282,9 @@ func (c *client) streamOnce(ctx context.Context, q url.Values, fn func(events.Ev
 	if resp.StatusCode >= 300 {
 		data, _ := io.ReadAll(resp.Body)
 		return "", true, false, httpapi.DecodeError(resp.StatusCode, data)
+	}
+	if opened != nil {
+		opened()
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -215,5 +217,107 @@ func TestSubmitWaitFollowsAGroupThroughItsParent(t *testing.T) {
 		if strings.Contains(out, job) {
 			t.Fatalf("the one stream followed %s, a task, not the parent", job)
 		}
+	}
+}
+
+// followProxy stands between the CLI and a server, counting the event streams asked
+// for by job ("" for the whole log's); cutFirstFeed makes the first stream of the whole
+// log end right after the server accepted it, before any event.
+func followProxy(t *testing.T, server string, cutFirstFeed bool) (string, func() map[string]int) {
+	t.Helper()
+	target, err := url.Parse(server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	streams := map[string]int{}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.FlushInterval = -1
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/events" {
+			job := r.URL.Query().Get("job")
+			mu.Lock()
+			streams[job]++
+			cut := cutFirstFeed && job == "" && streams[job] == 1
+			mu.Unlock()
+			if cut {
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(http.StatusOK)
+				fmt.Fprint(w, ": gridwire event stream\n\n")
+				w.(http.Flusher).Flush()
+				return
+			}
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	return front.URL, func() map[string]int {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(streams)
+	}
+}
+
+// followedLines checks submit --follow's output for n tasks that all succeed: each
+// task's events from submitted to succeeded, each printed once and in order, then each
+// task's end.
+func followedLines(t *testing.T, out string, n int) {
+	t.Helper()
+	if got := strings.Count(out, " SUCCEEDED\n"); got != n {
+		t.Fatalf("%d tasks SUCCEEDED, want %d:\n%s", got, n, out)
+	}
+	seen := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if f := strings.Fields(line); len(f) >= 4 {
+			seen[f[2]] = append(seen[f[2]], f[3])
+		}
+	}
+	if len(seen) != n {
+		t.Fatalf("events of %d jobs printed, want %d:\n%s", len(seen), n, out)
+	}
+	for id, names := range seen {
+		want := []string{"submitted", "incarnated", "queued", "started", "exited", "staged_out", "succeeded"}
+		if strings.Join(names, " ") != strings.Join(want, " ") {
+			t.Fatalf("job %s printed %v, want %v once each, in order", id, names, want)
+		}
+	}
+}
+
+// submit --follow of a topology follows every task on one stream of the whole log,
+// opened before the submission: a stream a task cost the server a consumer each that
+// looks its job's events up from the start of the log.
+func TestSubmitFollowFollowsAGroupOnOneStream(t *testing.T) {
+	front, streams := followProxy(t, serveCLI(t), false)
+	topo := writeFile(t, t.TempDir(), "twelve.xml", `<topology name="twelve">
+  <decltask name="w"><exe>/bin/true</exe></decltask>
+  <main name="main"><group name="g" n="12"><task>w</task></group></main>
+</topology>`)
+	status, out, errOut := cli(context.Background(), "submit", "--follow", "--server", front, topo)
+	if status != 0 {
+		t.Fatalf("submit --follow: exit %d\n%s%s", status, out, errOut)
+	}
+	followedLines(t, out, 12)
+	if got := streams(); len(got) != 1 || got[""] != 1 {
+		t.Fatalf("event streams by job %v: want one of the whole log", got)
+	}
+}
+
+// When the whole log's stream breaks before its first event, a new one could not say
+// where to start without missing some: each task is then followed on its own stream,
+// and no event is printed twice.
+func TestSubmitFollowFallsBackToAStreamAJob(t *testing.T) {
+	front, streams := followProxy(t, serveCLI(t), true)
+	topo := writeFile(t, t.TempDir(), "five.xml", `<topology name="five">
+  <decltask name="w"><exe>/bin/true</exe></decltask>
+  <main name="main"><group name="g" n="5"><task>w</task></group></main>
+</topology>`)
+	status, out, errOut := cli(context.Background(), "submit", "--follow", "--server", front, topo)
+	if status != 0 {
+		t.Fatalf("submit --follow: exit %d\n%s%s", status, out, errOut)
+	}
+	followedLines(t, out, 5)
+	got := streams()
+	if got[""] != 1 || len(got) != 6 {
+		t.Fatalf("event streams by job %v: want the cut one of the whole log, then one a task", got)
 	}
 }

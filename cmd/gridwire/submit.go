@@ -72,6 +72,16 @@ func submit(ctx context.Context, e *env, f *clientFlags, files []string, format,
 	if err := ingest.CheckKey(key); err != nil {
 		return invalidErrorf("--idempotency-key: %v", err)
 	}
+	var feed *logFeed
+	if follow {
+		// Opened before the submission is sent, so that it carries every event of it.
+		feed = openLogFeed(ctx, c)
+		defer func() {
+			if feed != nil {
+				feed.stop()
+			}
+		}()
+	}
 	outcomes := submitFiles(ctx, e, c, files, format, key)
 	for i, file := range files {
 		acc, err := outcomes[i].acc, outcomes[i].err
@@ -118,7 +128,13 @@ func submit(ctx context.Context, e *env, f *clientFlags, files []string, format,
 		}
 		return nil
 	}
-	if err := waitAll(ctx, e, c, f, runnable, parents, inGroup, follow); err != nil || len(refused) == 0 {
+	if feed != nil && len(parents) == 0 && len(runnable) <= followAtOnce {
+		// Few jobs: a stream each carries their events alone, where the feed would carry
+		// every other job's too.
+		feed.stop()
+		feed = nil
+	}
+	if err := waitAll(ctx, e, c, f, runnable, parents, inGroup, follow, feed); err != nil || len(refused) == 0 {
 		return err
 	}
 	_, exit := classify(refused[0])
@@ -313,16 +329,30 @@ func summarise(e *env, files []string, all []accepted, refused []error) {
 // child, against 38 s and 40 CPU-s for the run alone). The children's ends are then read
 // once each; a child that has not ended for good by then (one a session update took out
 // of its group) is followed on its own.
-func waitAll(ctx context.Context, e *env, c *client, f *clientFlags, ids, parents []string, inGroup map[string]bool, follow bool) error {
+//
+// With follow, a submission of a group or of more than followAtOnce jobs is followed on
+// feed, one stream of the whole log opened before the submission was sent, in log order;
+// the jobs it did not see end (its stream broke before its first event) are followed on
+// their own, and no event is printed twice.
+func waitAll(ctx context.Context, e *env, c *client, f *clientFlags, ids, parents []string, inGroup map[string]bool, follow bool, feed *logFeed) error {
 	clk := newClock(f.utc)
 	var mu sync.Mutex
+	shown := map[string]uint64{} // the last event printed of each job: a job followed again prints none twice
+	show := func(ev events.Event) {
+		if !follow || f.json {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if ev.Seq != 0 && ev.Seq <= shown[ev.JobID] {
+			return
+		}
+		shown[ev.JobID] = ev.Seq
+		fmt.Fprintf(e.stdout, "%s %s %s%s\n", clk.stamp(ev.Time), ev.JobID, ev.Name, eventNote(ev))
+	}
 	untilEnd := func(ctx context.Context, id string) error {
 		err := c.stream(ctx, url.Values{"job": {id}}, func(ev events.Event) bool {
-			if follow && !f.json {
-				mu.Lock()
-				fmt.Fprintf(e.stdout, "%s %s %s%s\n", clk.stamp(ev.Time), ev.JobID, ev.Name, eventNote(ev))
-				mu.Unlock()
-			}
+			show(ev)
 			return !endsForGood(ctx, c, ev)
 		})
 		if err != nil {
@@ -331,7 +361,14 @@ func waitAll(ctx context.Context, e *env, c *client, f *clientFlags, ids, parent
 		return nil
 	}
 	first := ids
-	if !follow && len(parents) > 0 {
+	if feed != nil {
+		rest, err := followOnFeed(ctx, feed, ids, show)
+		feed.stop()
+		if err != nil {
+			return err
+		}
+		first = rest
+	} else if !follow && len(parents) > 0 {
 		first = parents
 		for _, id := range ids {
 			if !inGroup[id] {
@@ -390,10 +427,48 @@ func waitAll(ctx context.Context, e *env, c *client, f *clientFlags, ids, parent
 	return nil
 }
 
-// forEach runs fn on every item, 64 at a time, and returns the first error.
+// followAtOnce is how many jobs forEach follows at once; a --follow submission of more
+// (or of a group) is followed on one stream of the whole log (logFeed).
+const followAtOnce = 64
+
+// followOnFeed shows the events of the jobs ids as the feed carries them, in log order,
+// until each has had a terminal event. It returns the jobs the feed did not see end,
+// when its stream broke (the caller follows those on their own). A job that restarts
+// after a terminal event is left to the caller too, which reads every job's end after.
+func followOnFeed(ctx context.Context, feed *logFeed, ids []string, show func(events.Event)) ([]string, error) {
+	pending := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		pending[id] = true
+	}
+	for len(pending) > 0 {
+		ev, err := feed.next(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			rest := make([]string, 0, len(pending))
+			for _, id := range ids {
+				if pending[id] {
+					rest = append(rest, id)
+				}
+			}
+			return rest, nil
+		}
+		if !pending[ev.JobID] {
+			continue
+		}
+		show(ev)
+		if ev.Name.Terminal() {
+			delete(pending, ev.JobID)
+		}
+	}
+	return nil, nil
+}
+
+// forEach runs fn on every item, followAtOnce at a time, and returns the first error.
 func forEach[T any](ctx context.Context, items []T, fn func(context.Context, T) error) error {
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(64)
+	g.SetLimit(followAtOnce)
 	for _, it := range items {
 		g.Go(func() error { return fn(gctx, it) })
 	}
