@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -319,5 +320,42 @@ func TestSubmitFollowFallsBackToAStreamAJob(t *testing.T) {
 	got := streams()
 	if got[""] != 1 || len(got) != 6 {
 		t.Fatalf("event streams by job %v: want the cut one of the whole log, then one a task", got)
+	}
+}
+
+// The same idempotency key again returns the jobs of the first submission, whose events
+// were stored before a stream opened for the second could carry them: submit --follow
+// with a key of the caller's follows each job on its own, and ends.
+func TestSubmitFollowWithAKeyAgainEnds(t *testing.T) {
+	front, streams := followProxy(t, serveCLI(t), false)
+	topo := writeFile(t, t.TempDir(), "three.xml", `<topology name="three">
+  <decltask name="w"><exe>/bin/true</exe></decltask>
+  <main name="main"><group name="g" n="3"><task>w</task></group></main>
+</topology>`)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var outs [2]string
+	for i := range outs {
+		status, out, errOut := cli(ctx, "submit", "--follow", "--idempotency-key", "again-1", "--server", front, topo)
+		if status != 0 {
+			t.Fatalf("submit --follow #%d: exit %d\n%s%s", i+1, status, out, errOut)
+		}
+		followedLines(t, out, 3)
+		outs[i] = out
+	}
+	if ends := func(out string) string {
+		var s []string
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasSuffix(l, " SUCCEEDED") {
+				s = append(s, l)
+			}
+		}
+		sort.Strings(s)
+		return strings.Join(s, "\n")
+	}; ends(outs[0]) != ends(outs[1]) {
+		t.Fatalf("the second submission followed other jobs:\n%s\n--\n%s", outs[0], outs[1])
+	}
+	if got := streams(); got[""] != 0 {
+		t.Fatalf("event streams by job %v: want none of the whole log", got)
 	}
 }

@@ -73,8 +73,10 @@ func submit(ctx context.Context, e *env, f *clientFlags, files []string, format,
 		return invalidErrorf("--idempotency-key: %v", err)
 	}
 	var feed *logFeed
-	if follow {
+	if follow && key == "" {
 		// Opened before the submission is sent, so that it carries every event of it.
+		// Not with a key of the caller's: the same key again returns jobs an earlier
+		// submission created, whose events came before the feed.
 		feed = openLogFeed(ctx, c)
 		defer func() {
 			if feed != nil {
