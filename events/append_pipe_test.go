@@ -14,17 +14,25 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
+// pipeAndJetStream is a store publishing through its own pipe, one on the same stream
+// publishing through jetstream (WithJetStreamPublish), and the stream.
+func pipeAndJetStream(t *testing.T) (pipe, viaJS *events.Store, stream jetstream.Stream) {
+	t.Helper()
+	b, pipe := openStore(t)
+	stream, err := b.JS.Stream(context.Background(), events.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pipe, events.NewStore(b.Conn, b.JS, "test/store", events.WithJetStreamPublish()), stream
+}
+
 // CreateAll through the store's own pipe and through jetstream's PublishMsgAsync store
 // the same message for an event: the same subject, body and headers (the message ID
 // that de-duplicates a retry, the condition on the job's last sequence).
 func TestCreateAllPipeSendsWhatJetStreamSends(t *testing.T) {
-	b, st := openStore(t)
-	viaJS := events.NewStore(b.Conn, b.JS, "test/store", events.WithJetStreamPublish())
+	st, viaJS, stream := pipeAndJetStream(t)
 	ctx := context.Background()
-	stream, err := b.JS.Stream(ctx, events.Stream)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var err error
 	var got [2]*jetstream.RawStreamMsg
 	for k, s := range []*events.Store{st, viaJS} {
 		e := submitted(t, "JOB")
@@ -143,13 +151,9 @@ func TestReadPubAck(t *testing.T) {
 // PublishMsg stores: the same subject, and the same headers (the event's ID, the
 // condition on the job's last sequence and the filter it applies to).
 func TestAppendPipeSendsWhatJetStreamSends(t *testing.T) {
-	b, st := openStore(t)
-	viaJS := events.NewStore(b.Conn, b.JS, "test/store", events.WithJetStreamPublish())
+	st, viaJS, stream := pipeAndJetStream(t)
 	ctx := context.Background()
-	stream, err := b.JS.Stream(ctx, events.Stream)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var err error
 	var got [2]*jetstream.RawStreamMsg
 	var first [2]uint64
 	for k, s := range []*events.Store{st, viaJS} {

@@ -60,7 +60,7 @@ func (s *Store) sendWindow(evs []Event, errs []error) *sentWindow {
 		e.PrevHash, e.PrevSeq = "", 0
 	}
 	s.signAll(evs, errs)
-	if s.nc != nil && !s.viaJS {
+	if s.piped() {
 		if pw, err := s.pipe.open(s.nc, len(evs)); err == nil {
 			w.pipe = pw
 			s.sendPiped(w)

@@ -67,6 +67,10 @@ func NewStore(nc *nats.Conn, js jetstream.JetStream, source string, opts ...Stor
 	return s
 }
 
+// piped says whether appends go through the store's own pipe (append_pipe.go) rather
+// than through its JetStream client.
+func (s *Store) piped() bool { return s.nc != nil && !s.viaJS }
+
 // Source is the CloudEvents source this store stamps on events without one.
 func (s *Store) Source() string { return s.source }
 
@@ -278,21 +282,22 @@ func (s *Store) append(ctx context.Context, expect uint64, prevHash string, e Ev
 		return 0, "", err
 	}
 	msg := &nats.Msg{Subject: e.subject(), Data: body, Header: nats.Header{}}
+	piped := s.piped()
 	var opts []jetstream.PublishOpt
-	if s.nc == nil || s.viaJS {
-		opts = []jetstream.PublishOpt{jetstream.WithMsgID(e.ID),
-			jetstream.WithExpectLastSequenceForSubject(expect, JobFilter(e.JobID))}
-	} else {
+	if piped {
 		msg.Header[jetstream.MsgIDHeader] = []string{e.ID}
 		msg.Header[jetstream.ExpectedLastSubjSeqHeader] = []string{strconv.FormatUint(expect, 10)}
 		msg.Header[jetstream.ExpectedLastSubjSeqSubjHeader] = []string{JobFilter(e.JobID)}
+	} else {
+		opts = []jetstream.PublishOpt{jetstream.WithMsgID(e.ID),
+			jetstream.WithExpectLastSequenceForSubject(expect, JobFilter(e.JobID))}
 	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
 		pctx, cancel := context.WithTimeout(ctx, s.timeout)
 		var seq uint64
 		var err error
-		if opts == nil {
+		if piped {
 			seq, err = s.publishPiped(pctx, msg)
 		} else {
 			var ack *jetstream.PubAck

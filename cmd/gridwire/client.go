@@ -260,8 +260,14 @@ func (c *client) stream(ctx context.Context, q url.Values, fn func(events.Event)
 		if err := sleep(ctx, wait); err != nil {
 			return err
 		}
-		wait = min(max(wait*2, 10*time.Millisecond), 4*time.Second)
+		wait = nextBackoff(wait)
 	}
+}
+
+// nextBackoff is the wait before the next attempt to reach the event stream: twice the
+// last, from 10 ms, up to 4 s.
+func nextBackoff(wait time.Duration) time.Duration {
+	return min(max(wait*2, 10*time.Millisecond), 4*time.Second)
 }
 
 // streamOnce reads one connection of the stream. It returns the sequence of the last

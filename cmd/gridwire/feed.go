@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/url"
 	"sync"
-	"time"
 
 	"github.com/gridwire/gridwire/events"
 )
@@ -20,11 +19,10 @@ type logFeed struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the stream has ended
 
-	mu     sync.Mutex
-	queue  []events.Event
-	wake   chan struct{} // signalled when an event is queued or the stream ends
-	err    error         // why the stream ended, once it has
-	opened bool
+	mu    sync.Mutex
+	queue []events.Event
+	wake  chan struct{} // signalled when an event is queued or the stream ends
+	err   error         // why the stream ended, once it has
 }
 
 // errFeedLost is why a feed ends when its stream broke before it carried any event: a
@@ -42,25 +40,25 @@ func openLogFeed(ctx context.Context, c *client) *logFeed {
 	case <-opened:
 		return f
 	case <-f.done:
-		return nil
 	case <-ctx.Done():
-		return nil
 	}
+	cancel()
+	return nil
 }
 
 // run reads the stream until it is stopped, resuming after the last event it carried
 // when a connection breaks, as client.stream does.
-func (f *logFeed) run(ctx context.Context, c *client, opened chan struct{}) {
+func (f *logFeed) run(ctx context.Context, c *client, accepted chan struct{}) {
 	defer close(f.done)
-	var once sync.Once
+	opened := false   // the server has accepted a connection (streamOnce calls back on this goroutine)
 	q := url.Values{} // every event, from the first stored once the stream is open
 	wait, failures := c.backoff, 0
 	for {
 		last, connected, _, err := c.streamOnce(ctx, q, func() {
-			f.mu.Lock()
-			f.opened = true
-			f.mu.Unlock()
-			once.Do(func() { close(opened) })
+			if !opened {
+				opened = true
+				close(accepted)
+			}
 		}, f.push)
 		if ctx.Err() != nil {
 			f.end(ctx.Err())
@@ -69,18 +67,14 @@ func (f *logFeed) run(ctx context.Context, c *client, opened chan struct{}) {
 		if last != "" {
 			q.Set("after", last)
 		}
-		f.mu.Lock()
-		wasOpened := f.opened
-		f.mu.Unlock()
-		if q.Get("after") == "" && wasOpened {
-			f.end(errFeedLost)
-			return
-		}
 		switch {
-		case !wasOpened:
+		case !opened:
 			// The first connection failed: the caller follows each job on its own, and
 			// the submission reports a server it cannot reach.
 			f.end(err)
+			return
+		case q.Get("after") == "":
+			f.end(errFeedLost)
 			return
 		case connected:
 			failures, wait = 0, c.backoff
@@ -90,13 +84,11 @@ func (f *logFeed) run(ctx context.Context, c *client, opened chan struct{}) {
 				return
 			}
 		}
-		select {
-		case <-ctx.Done():
-			f.end(ctx.Err())
+		if err := sleep(ctx, wait); err != nil {
+			f.end(err)
 			return
-		case <-time.After(wait):
 		}
-		wait = min(max(wait*2, 10*time.Millisecond), 4*time.Second)
+		wait = nextBackoff(wait)
 	}
 }
 

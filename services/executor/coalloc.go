@@ -36,12 +36,12 @@ var siblingPoll = 200 * time.Millisecond
 func (x *executor) awaitSiblings(ctx context.Context, st events.State) (string, error) {
 	from := 0
 	for {
-		reason, next, whole, err := x.siblingsReady(ctx, st, from)
+		reason, next, err := x.siblingsReady(ctx, st, from)
 		if err != nil || reason != "" {
 			return reason, err
 		}
 		if next < 0 { // every sibling from `from` on is ready
-			if whole {
+			if from == 0 {
 				return "", nil
 			}
 			from = 0 // read the earlier ones again before starting
@@ -59,20 +59,16 @@ func (x *executor) awaitSiblings(ctx context.Context, st events.State) (string, 
 // siblingsReady looks at the siblings of a co-allocated subjob from the from-th child of
 // its parent on, in the parent's order. It returns the reason this one must not start
 // (a sibling ended without succeeding), or the index of the first sibling not ready
-// (next), or next -1 when every one from there on is ready; whole says the look started
-// at the first child.
-func (x *executor) siblingsReady(ctx context.Context, st events.State, from int) (reason string, next int, whole bool, err error) {
+// (next), or next -1 when every one from there on is ready.
+func (x *executor) siblingsReady(ctx context.Context, st events.State, from int) (reason string, next int, err error) {
 	parent, err := x.deps.Store.State(ctx, st.Job.Parent)
 	if err != nil {
-		return "", 0, false, fmt.Errorf("reading parent %s of co-allocated job %s: %w", st.Job.Parent, st.JobID, err)
+		return "", 0, fmt.Errorf("reading parent %s of co-allocated job %s: %w", st.Job.Parent, st.JobID, err)
 	}
 	if parent.Job == nil {
-		return "", 0, false, fmt.Errorf("co-allocated job %s: parent %s has no record", st.JobID, st.Job.Parent)
+		return "", 0, fmt.Errorf("co-allocated job %s: parent %s has no record", st.JobID, st.Job.Parent)
 	}
 	ids := parent.Job.ChildIDs()
-	if from >= len(ids) {
-		from = 0
-	}
 	for i := from; i < len(ids); i++ {
 		id := ids[i]
 		if id == st.JobID {
@@ -80,9 +76,9 @@ func (x *executor) siblingsReady(ctx context.Context, st events.State, from int)
 		}
 		s, err := x.deps.Store.State(ctx, id)
 		if errors.Is(err, events.ErrNotFound) {
-			return "", i, from == 0, nil
+			return "", i, nil
 		} else if err != nil {
-			return "", 0, false, fmt.Errorf("reading sibling %s of job %s: %w", id, st.JobID, err)
+			return "", 0, fmt.Errorf("reading sibling %s of job %s: %w", id, st.JobID, err)
 		}
 		if s.Job == nil || !s.Job.Coallocated() || s.Job.Coallocation.Group != st.Job.Coallocation.Group {
 			continue
@@ -93,12 +89,12 @@ func (x *executor) siblingsReady(ctx context.Context, st events.State, from int)
 			if s.Reason != "" {
 				r += ": " + s.Reason
 			}
-			return r, 0, false, nil
+			return r, 0, nil
 		case events.StatusNone, events.StatusSubmitted, events.StatusIncarnated, events.StatusStagingIn:
-			return "", i, from == 0, nil
+			return "", i, nil
 		}
 	}
-	return "", -1, from == 0, nil
+	return "", -1, nil
 }
 
 // coallocate holds a co-allocated subjob until its siblings are ready, and fails it when
