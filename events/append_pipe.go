@@ -33,9 +33,10 @@ type ackPipe struct {
 	next    uint64
 	windows map[uint64]*pipeWindow
 
-	// dropAck, in tests, loses the acknowledgement of a window's i-th append (as a
-	// network would): the append is stored, the sender sees no answer.
-	dropAck func(i int) bool
+	// fault, in fault tests, is what happens to a window's i-th append on its way:
+	// dropped (no server sees it; its sender hears nothing until its time is up), or
+	// stored with its acknowledgement lost. nil: nothing.
+	fault func(i int) (drop, loseAck bool)
 }
 
 // pipeWindow is one window of appends sent through the pipe, awaiting their answers.
@@ -47,11 +48,13 @@ type pipeWindow struct {
 	left    int  // appends sent and not yet answered
 	acks    []pipeAck
 	done    chan struct{} // closed once left is 0
+	fault   func(i int) (drop, loseAck bool)
 }
 
 type pipeAck struct {
 	sent bool // published: an answer is awaited
 	got  bool // answered
+	lost bool // its answer is lost on the way (a fault test's)
 	seq  uint64
 	err  error
 }
@@ -84,7 +87,7 @@ func (p *ackPipe) open(nc *nats.Conn, n int) (*pipeWindow, error) {
 		return nil, err
 	}
 	p.next++
-	w := &pipeWindow{id: p.next, sending: true, acks: make([]pipeAck, n), done: make(chan struct{})}
+	w := &pipeWindow{id: p.next, sending: true, acks: make([]pipeAck, n), done: make(chan struct{}), fault: p.fault}
 	p.windows[w.id] = w
 	return w, nil
 }
@@ -97,12 +100,25 @@ func (p *ackPipe) replyTo(buf []byte, w *pipeWindow, i int) []byte {
 	return strconv.AppendInt(buf, int64(i), 10)
 }
 
-// sent marks the i-th append published: its answer is awaited.
-func (w *pipeWindow) sent(i int) {
+// send marks the i-th append published, so that its answer is awaited, and then
+// publishes it (marked first: its answer may come before PublishMsg returns). A fault
+// test's fault may drop it instead, or lose its answer. An error of PublishMsg is the
+// append's answer.
+func (w *pipeWindow) send(nc *nats.Conn, msg *nats.Msg, i int) {
+	var drop, lose bool
+	if w.fault != nil {
+		drop, lose = w.fault(i)
+	}
 	w.mu.Lock()
-	w.acks[i].sent = true
+	w.acks[i].sent, w.acks[i].lost = true, lose
 	w.left++
 	w.mu.Unlock()
+	if drop {
+		return
+	}
+	if err := nc.PublishMsg(msg); err != nil {
+		w.answer(i, 0, err)
+	}
 }
 
 // sealed is called once every append of the window has been sent (or not): the window
@@ -121,7 +137,7 @@ func (w *pipeWindow) sealed() {
 func (w *pipeWindow) answer(i int, seq uint64, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.closed || i < 0 || i >= len(w.acks) || !w.acks[i].sent || w.acks[i].got {
+	if w.closed || i < 0 || i >= len(w.acks) || !w.acks[i].sent || w.acks[i].got || w.acks[i].lost {
 		return
 	}
 	w.acks[i] = pipeAck{sent: true, got: true, seq: seq, err: err}
@@ -161,9 +177,8 @@ func (p *ackPipe) handle(prefix string, m *nats.Msg) {
 	}
 	p.mu.Lock()
 	w := p.windows[id]
-	drop := p.dropAck != nil && p.dropAck(i)
 	p.mu.Unlock()
-	if w == nil || drop {
+	if w == nil {
 		return
 	}
 	seq, err := readPubAck(m)
@@ -259,12 +274,8 @@ func (s *Store) publishPipedOnce(ctx context.Context, msg *nats.Msg) (uint64, er
 	defer s.pipe.settle(w)
 	var reply [64]byte
 	msg.Reply = string(s.pipe.replyTo(reply[:0], w, 0))
-	w.sent(0) // before the publish: its answer may come before PublishMsg returns
-	err = s.nc.PublishMsg(msg)
+	w.send(s.nc, msg, 0)
 	msg.Reply = ""
-	if err != nil {
-		return 0, err
-	}
 	w.sealed()
 	select {
 	case <-w.done:

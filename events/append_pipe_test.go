@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -237,5 +238,68 @@ func TestAppendWaitsForAStreamToAnswer(t *testing.T) {
 	}
 	if names := eventstest.Names(t, st, "JOB"); len(names) != 1 {
 		t.Fatalf("history %v", names)
+	}
+}
+
+// Appends dropped on their way (no server saw them) are sent again once their time is up
+// and the job's log shows they did not land; appends whose answers were lost are found
+// landed. Every one lands, once, through CreateAll and through Append alike.
+func TestPipeFaultsLoseNoAppend(t *testing.T) {
+	b, _ := openStore(t)
+	var sends, drops, lost atomic.Int64
+	fault := func() (bool, bool) { // every third send dropped, the next one's answer lost
+		switch sends.Add(1) % 3 {
+		case 0:
+			drops.Add(1)
+			return true, false
+		case 1:
+			lost.Add(1)
+			return false, true
+		}
+		return false, false
+	}
+	st := events.NewStore(b.Conn, b.JS, "test/store", events.WithTimeout(150*time.Millisecond),
+		events.WithPublishFaults(fault))
+	ctx := context.Background()
+	var evs []events.Event
+	for range 30 {
+		evs = append(evs, submitted(t, events.NewID()))
+	}
+	seqs, errs := st.CreateAll(ctx, evs)
+	for i, err := range errs {
+		if err != nil || seqs[i] == 0 {
+			t.Fatalf("job %d: %v at %d", i, err, seqs[i])
+		}
+	}
+	for i := range 6 {
+		e, _ := events.New(evs[i].JobID, events.HoldRequested, "", t0, events.Note{})
+		seq, err := st.Append(ctx, seqs[i], "", e)
+		if err != nil || seq == 0 {
+			t.Fatalf("append to job %d: %d, %v", i, seq, err)
+		}
+	}
+	if drops.Load() == 0 || lost.Load() == 0 {
+		t.Fatalf("faults injected: %d dropped, %d answers lost", drops.Load(), lost.Load())
+	}
+	stream, err := b.JS.Stream(ctx, events.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != uint64(len(evs)+6) {
+		t.Fatalf("%d messages stored for %d appends (%d sends, %d dropped, %d answers lost)",
+			info.State.Msgs, len(evs)+6, sends.Load(), drops.Load(), lost.Load())
+	}
+	for i := range evs {
+		want := 1
+		if i < 6 {
+			want = 2
+		}
+		if names := eventstest.Names(t, st, evs[i].JobID); len(names) != want {
+			t.Fatalf("job %d: history %v", i, names)
+		}
 	}
 }

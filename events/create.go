@@ -107,10 +107,7 @@ func (s *Store) sendPiped(w *sentWindow) {
 		reply = s.pipe.replyTo(reply, w.pipe, i)
 		msg.Subject, msg.Reply, msg.Data = e.subject(), string(reply), body
 		id[0], filter[0] = e.ID, JobFilter(e.JobID)
-		w.pipe.sent(i) // before the publish: its answer may come before PublishMsg returns
-		if err := s.nc.PublishMsg(msg); err != nil {
-			w.pipe.answer(i, 0, err)
-		}
+		w.pipe.send(s.nc, msg, i)
 	}
 	w.pipe.sealed()
 }

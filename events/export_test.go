@@ -30,7 +30,7 @@ func HoldSigning(k *SigningKey) (release func(n int, done <-chan struct{})) {
 // stored and the store sees no answer.
 func DropPipeAcks(s *Store, drop func(i int) bool) {
 	s.pipe.mu.Lock()
-	s.pipe.dropAck = drop
+	s.pipe.fault = func(i int) (bool, bool) { return false, drop(i) }
 	s.pipe.mu.Unlock()
 }
 

@@ -56,6 +56,19 @@ func WithSigningKey(key *SigningKey) StoreOption { return func(s *Store) { s.key
 // that they reach appends.
 func WithJetStreamPublish() StoreOption { return func(s *Store) { s.viaJS = true } }
 
+// PublishFault is, in fault tests, what happens to one append on its way to the server:
+// dropped (no server sees it, and the store hears nothing until its timeout), or stored
+// with its acknowledgement lost (the store hears nothing either). It is asked once for
+// every message the store sends.
+type PublishFault func() (drop, loseAck bool)
+
+// WithPublishFaults injects f's faults into the appends the store sends on its own
+// connection (every append, unless WithJetStreamPublish): for fault tests
+// (pkg/natsfault's Injector.PublishFault).
+func WithPublishFaults(f PublishFault) StoreOption {
+	return func(s *Store) { s.pipe.fault = func(int) (bool, bool) { return f() } }
+}
+
 // NewStore returns a store whose events carry the given source (the emitting service
 // instance, e.g. "gridwire/executor/host-1").
 func NewStore(nc *nats.Conn, js jetstream.JetStream, source string, opts ...StoreOption) *Store {

@@ -18,7 +18,9 @@ import (
 // R10: every service of the pipeline, and the submissions, talk to NATS through a client
 // that drops 1% of publishes before the stream sees them, loses the acknowledgement of
 // 1% (the event is stored, the writer sees a timeout) and fails 1% of consumer acks (the
-// event is delivered again). Submissions are retried with their idempotency key until
+// event is delivered again). The publish faults reach both ways an event is written: the
+// stores' own appends (events.WithPublishFaults) and the JetStream client's publishes
+// (the KV buckets'). Submissions are retried with their idempotency key until
 // accepted, as the CLI does. Every job ends, the invariant checker finds nothing lost,
 // doubled, stuck or illegal, and every history verifies. Short: 60 jobs; long
 // (GRIDWIRE_E2E_LONG=1): 500.
@@ -29,7 +31,7 @@ func TestFaultyClientUnderThePipeline(t *testing.T) {
 	}
 	const seed = 18
 	in := natsfault.New(natsfault.Rates{PublishError: 0.01, LostAck: 0.01, AckError: 0.01}, seed)
-	h := newHarnessWrapped(t, cluster.Default(), in.Wrap)
+	h := newHarnessFaulty(t, cluster.Default(), in)
 	ks, err := openKeyset(h.keysDir(), h.cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +41,8 @@ func TestFaultyClientUnderThePipeline(t *testing.T) {
 		t.Fatal(err)
 	}
 	js := in.Wrap(h.client.JS)
-	sub, err := ingest.New(ingest.Config{}, ingest.Deps{Store: events.NewStore(h.client.Conn, js, events.SourcePrefix+"ingest/r10", events.WithSigningKey(key)),
+	sub, err := ingest.New(ingest.Config{}, ingest.Deps{Store: events.NewStore(h.client.Conn, js, events.SourcePrefix+"ingest/r10",
+		events.WithSigningKey(key), events.WithPublishFaults(in.PublishFault)),
 		Check: vetJob, Keys: ingest.KVKeys{JS: js}})
 	if err != nil {
 		t.Fatal(err)

@@ -15,9 +15,9 @@ import (
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/pkg/bus"
 	"github.com/gridwire/gridwire/pkg/cluster"
+	"github.com/gridwire/gridwire/pkg/natsfault"
 	"github.com/gridwire/gridwire/pkg/proctest"
 	"github.com/gridwire/gridwire/services/ingest"
-	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -33,8 +33,9 @@ type harness struct {
 	client *bus.Bus
 	store  *events.Store
 	submit *ingest.Service
-	// wrapJS wraps every service's JetStream client (fault tests); nil: not.
-	wrapJS func(jetstream.JetStream) jetstream.JetStream
+	// faults, in fault tests, reach every service's JetStream client and every append
+	// its store sends; nil: none.
+	faults *natsfault.Injector
 
 	mu       sync.Mutex
 	services map[string]*running
@@ -51,14 +52,14 @@ func newHarness(t *testing.T) *harness { return newHarnessWith(t, cluster.Defaul
 // newHarnessWith runs the named services (all by default) with the operator's config.
 func newHarnessWith(t *testing.T, cfg cluster.Config, services ...string) *harness {
 	t.Helper()
-	return newHarnessWrapped(t, cfg, nil, services...)
+	return newHarnessFaulty(t, cfg, nil, services...)
 }
 
-// newHarnessWrapped is newHarnessWith whose services' JetStream clients are wrapped
-// (nil: not), as the fault tests wrap them in pkg/natsfault.
-func newHarnessWrapped(t *testing.T, cfg cluster.Config, wrap func(jetstream.JetStream) jetstream.JetStream, services ...string) *harness {
+// newHarnessFaulty is newHarnessWith whose services suffer in's faults (nil: none): in
+// their JetStream clients, and in every append their stores send.
+func newHarnessFaulty(t *testing.T, cfg cluster.Config, in *natsfault.Injector, services ...string) *harness {
 	t.Helper()
-	h := &harness{t: t, cfg: cfg, dir: t.TempDir(), services: map[string]*running{}, wrapJS: wrap}
+	h := &harness{t: t, cfg: cfg, dir: t.TempDir(), services: map[string]*running{}, faults: in}
 	h.startServer("127.0.0.1:0")
 	cl, err := bus.Open(context.Background(), bus.Config{URL: h.natsURL(), Name: "test-client"})
 	if err != nil {
@@ -152,7 +153,10 @@ func (h *harness) start(name string) {
 		h.t.Fatal(err)
 	}
 	// Tests run as root on CI: the built-in cluster's jobs run as root by consent.
-	sys := &system{bus: b, cfg: h.cfg, data: h.dir, log: log, host: "test", stager: stg, allowRootJobs: true, wrapJS: h.wrapJS}
+	sys := &system{bus: b, cfg: h.cfg, data: h.dir, log: log, host: "test", stager: stg, allowRootJobs: true}
+	if h.faults != nil {
+		sys.wrapJS, sys.publishFault = h.faults.Wrap, h.faults.PublishFault
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	g, gctx := errgroup.WithContext(ctx)
 	if err := sys.start(gctx, g, []string{name}, nil); err != nil {

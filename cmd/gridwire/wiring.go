@@ -111,9 +111,11 @@ type system struct {
 	cacheBytes int64
 	// keys sign what this process's services append; nil until first needed (keyring).
 	keys *keyset
-	// wrapJS, when set, wraps every service's JetStream client (the fault tests put
-	// pkg/natsfault there); nil in every command.
-	wrapJS func(jetstream.JetStream) jetstream.JetStream
+	// wrapJS, when set, wraps every service's JetStream client, and publishFault
+	// reaches the appends every service's store sends on its own connection (the fault
+	// tests put pkg/natsfault there); nil in every command.
+	wrapJS       func(jetstream.JetStream) jetstream.JetStream
+	publishFault events.PublishFault
 	// stager is the config's stager section, read and validated when the config is.
 	stager stager.Config
 	// own are this process's listening addresses, which staging never reaches.
@@ -293,9 +295,8 @@ func (s *system) store(c conn, service, clusterName string) (*events.Store, erro
 		}
 		opts = append(opts, events.WithSigningKey(key))
 	}
-	if s.wrapJS != nil {
-		// The faults are injected in the JetStream client: every append goes through it.
-		opts = append(opts, events.WithJetStreamPublish())
+	if s.publishFault != nil {
+		opts = append(opts, events.WithPublishFaults(s.publishFault))
 	}
 	return events.NewStore(c.nc, c.js, "gridwire/"+service+"/"+s.host, opts...), nil
 }

@@ -78,6 +78,12 @@ func (in *Injector) publishFault() (dropped, unacked bool) {
 	return false, false
 }
 
+// PublishFault is the fate of one publish that does not go through a wrapped client (an
+// events.Store's own appends, events.WithPublishFaults): dropped before any server
+// sees it, or stored with its acknowledgement lost. Each is counted as the wrapper
+// counts its own.
+func (in *Injector) PublishFault() (dropped, unacked bool) { return in.publishFault() }
+
 // Wrap returns js with the injector's faults.
 func (in *Injector) Wrap(js jetstream.JetStream) jetstream.JetStream {
 	return &faultyJS{JetStream: js, in: in}

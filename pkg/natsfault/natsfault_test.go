@@ -113,3 +113,26 @@ func TestAckErrorRedelivers(t *testing.T) {
 		t.Errorf("counts %+v", c)
 	}
 }
+
+// PublishFault hands out the publish faults at the injector's rates, and counts them with
+// the wrapper's own.
+func TestPublishFaultForOwnPublishers(t *testing.T) {
+	in := natsfault.New(natsfault.Rates{PublishError: 0.2, LostAck: 0.2}, 7)
+	var drops, lost int64
+	for range 1000 {
+		d, l := in.PublishFault()
+		if d && l {
+			t.Fatal("a publish both dropped and stored")
+		}
+		if d {
+			drops++
+		}
+		if l {
+			lost++
+		}
+	}
+	c := in.Counts()
+	if c.PublishErrors != drops || c.LostAcks != lost || drops < 120 || drops > 280 || lost < 100 || lost > 260 {
+		t.Fatalf("%d dropped, %d lost of 1000; counted %+v", drops, lost, c)
+	}
+}
