@@ -52,8 +52,8 @@ func WithSigningKey(key *SigningKey) StoreOption { return func(s *Store) { s.key
 
 // WithJetStreamPublish makes every append publish through the store's JetStream client
 // (PublishMsg, and PublishMsgAsync for CreateAll) rather than on its connection with
-// acknowledgements of its own: for a client wrapped to inject faults (pkg/natsfault), so
-// that they reach appends.
+// acknowledgements of its own, as appends did before the pipe: the yardstick of the
+// pipe's tests and benchmarks. Fault tests inject into the pipe (WithPublishFaults).
 func WithJetStreamPublish() StoreOption { return func(s *Store) { s.viaJS = true } }
 
 // PublishFault is, in fault tests, what happens to one append on its way to the server:
