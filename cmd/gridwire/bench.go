@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -50,6 +51,19 @@ type benchOpts struct {
 	targets    targetOpts
 }
 
+// rootCheck refuses, before anything starts, a run whose jobs would run as root
+// without --allow-root-jobs (the executor would refuse them only once the run was under
+// way): every mode but --submit-only runs jobs, on the fork cluster or through Slurm,
+// except an ssh row alone, whose jobs run as the ssh login.
+func (o *benchOpts) rootCheck(euid int) error {
+	forkJobs := !o.submitOnly && (o.scale > 0 || !o.targets.only || o.targets.slurm)
+	if euid != 0 || o.allowRoot || !forkJobs {
+		return nil
+	}
+	return usageErrorf("bench runs /bin/true jobs on this host, and runs as root: pass --allow-root-jobs to let " +
+		"them run as root (as serve --allow-root-jobs does), or run it as an unprivileged user")
+}
+
 func benchCmd(e *env) *cobra.Command {
 	o := &benchOpts{}
 	cmd := &cobra.Command{
@@ -65,6 +79,9 @@ func benchCmd(e *env) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.targets.check(); err != nil {
+				return err
+			}
+			if err := o.rootCheck(os.Geteuid()); err != nil {
 				return err
 			}
 			if o.data == "" {
@@ -425,23 +442,52 @@ func rawJob(wd string) error {
 	return cmd.Run()
 }
 
-func benchSystem(ctx context.Context, e *env, o *benchOpts, dir string, services []string) (*system, *errgroup.Group, context.CancelFunc, error) {
+func benchSystem(ctx context.Context, e *env, o *benchOpts, dir string, services []string) (*benchServices, error) {
 	return benchSystemWith(ctx, e, o, dir, services, nil)
+}
+
+// benchServices are a bench's services, running on a system of their own.
+type benchServices struct {
+	*system
+	// ctx is done as soon as any service stops (context.Cause says why) and once the
+	// services are stopped: a bench waits on it, so a service that fails ends the wait
+	// at once instead of leaving it to its time limit.
+	ctx    context.Context
+	g      *errgroup.Group
+	cancel context.CancelFunc
+}
+
+// stop ends the services, waits for them and closes their system.
+func (b *benchServices) stop() {
+	b.cancel()
+	_ = b.g.Wait()
+	b.close()
+}
+
+// why is err, unless err came of a service stopping: then it is what stopped it.
+func (b *benchServices) why(err error) error {
+	if err == nil || b.ctx.Err() == nil {
+		return err
+	}
+	if cause := context.Cause(b.ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return fmt.Errorf("the services stopped: %w", cause)
+	}
+	return err
 }
 
 // benchSystemWith starts services on an embedded server in dir, on clusters (nil: the
 // local fork cluster); --work-root applies to the clusters that name no work root.
-func benchSystemWith(ctx context.Context, e *env, o *benchOpts, dir string, services []string, clusters []cluster.Cluster) (*system, *errgroup.Group, context.CancelFunc, error) {
+func benchSystemWith(ctx context.Context, e *env, o *benchOpts, dir string, services []string, clusters []cluster.Cluster) (*benchServices, error) {
 	quiet := &env{getenv: func(string) string { return "" }, stdout: e.stdout, stderr: e.stderr}
 	sys, err := openSystem(ctx, quiet, &busFlags{data: dir, natsURL: o.natsURL, logLevel: "error", stateCacheMiB: 256}, true)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	if slices.Contains(services, "readside") {
 		// The read API on loopback, for the read latencies.
 		if sys.listener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 			sys.close()
-			return nil, nil, nil, err
+			return nil, err
 		}
 	}
 	sys.allowRootJobs = o.allowRoot
@@ -458,9 +504,9 @@ func benchSystemWith(ctx context.Context, e *env, o *benchOpts, dir string, serv
 	if err := sys.start(gctx, g, services, nil); err != nil {
 		cancel()
 		sys.close()
-		return nil, nil, nil, err
+		return nil, err
 	}
-	return sys, g, cancel, nil
+	return &benchServices{system: sys, ctx: gctx, g: g, cancel: cancel}, nil
 }
 
 func trueJob() []byte { return []byte(`{"version":3,"executable":"/bin/true"}`) }
@@ -469,12 +515,11 @@ func trueJob() []byte { return []byte(`{"version":3,"executable":"/bin/true"}`) 
 // job a request from 64 goroutines, bulk requests of 1,000 from 4, and the yardstick,
 // JetStream's own pipelined conditional appends of the same number of submitted events.
 func benchSubmit(ctx context.Context, e *env, o *benchOpts, dir string, n int, r *benchResult) error {
-	sys, g, cancel, err := benchSystem(ctx, e, o, dir, []string{"ingest"})
+	sys, err := benchSystem(ctx, e, o, dir, []string{"ingest"})
 	if err != nil {
 		return err
 	}
-	defer sys.close()
-	defer func() { cancel(); _ = g.Wait() }()
+	defer sys.stop()
 	if r.SubmitPerSec, r.SubmitCPUMicros, err = cpuPerJob(n, func() (float64, error) { return submitMany(ctx, sys.ingest, n, 64) }); err != nil {
 		return err
 	}
@@ -618,15 +663,13 @@ func submitManyIDs(ctx context.Context, svc *ingest.Service, n, conc int) (float
 
 // benchPipeline runs every service and measures throughput, then idle latency.
 func benchPipeline(ctx context.Context, e *env, dir string, o *benchOpts, r *benchResult) error {
-	sys, g, cancel, err := benchSystem(ctx, e, o, dir, allServices)
+	sys, err := benchSystem(ctx, e, o, dir, allServices)
 	if err != nil {
 		return err
 	}
-	defer sys.close()
-	// A service that stops early is reported, not waited for in silence.
-	stopped := make(chan error, 1)
-	go func() { stopped <- g.Wait() }()
-	defer func() { cancel(); <-stopped }()
+	defer sys.stop()
+	// A service that stops early ends every wait below at once, and says why.
+	run := sys.ctx
 	ends := newEndWatch()
 	sub, err := sys.bus.Conn.Subscribe(events.SubjectEvent, ends.observe)
 	if err != nil {
@@ -647,18 +690,12 @@ func benchPipeline(ctx context.Context, e *env, dir string, o *benchOpts, r *ben
 	}
 	self0, child0 := cpuTimes()
 	start := time.Now()
-	_, ids, err := submitManyIDs(ctx, sys.ingest, o.jobs, 16)
+	_, ids, err := submitManyIDs(run, sys.ingest, o.jobs, 16)
 	if err != nil {
-		return err
+		return sys.why(err)
 	}
-	if err := ends.waitCount(ctx, o.jobs, 2*time.Minute); err != nil {
-		select {
-		case serr := <-stopped:
-			stopped <- serr
-			return fmt.Errorf("%w; the services stopped: %v; %s", err, serr, unfinished(ctx, sys, ends, ids))
-		default:
-			return fmt.Errorf("%w; services still running; %s", err, unfinished(ctx, sys, ends, ids))
-		}
+	if err := ends.waitCount(run, o.jobs, 2*time.Minute); err != nil {
+		return fmt.Errorf("%w; %s", sys.why(err), unfinished(ctx, sys.system, ends, ids))
 	}
 	r.PipelinePerSec = float64(o.jobs) / time.Since(start).Seconds()
 	self1, child1 := cpuTimes()
@@ -680,12 +717,12 @@ func benchPipeline(ctx context.Context, e *env, dir string, o *benchOpts, r *ben
 	var order []events.Name
 	for range o.latJobs {
 		t0 := time.Now()
-		acc, err := sys.ingest.Submit(ctx, ingest.Submission{File: "bench.json", Data: trueJob(), Submitter: "bench"})
+		acc, err := sys.ingest.Submit(run, ingest.Submission{File: "bench.json", Data: trueJob(), Submitter: "bench"})
 		if err != nil {
-			return err
+			return sys.why(err)
 		}
-		if err := ends.waitJob(ctx, acc.Jobs[0], time.Minute); err != nil {
-			return err
+		if err := ends.waitJob(run, acc.Jobs[0], time.Minute); err != nil {
+			return sys.why(err)
 		}
 		lat = append(lat, time.Since(t0))
 		prev := t0
@@ -704,7 +741,7 @@ func benchPipeline(ctx context.Context, e *env, dir string, o *benchOpts, r *ben
 		p50, p99 := quantiles(hops[n])
 		r.LatencyHops = append(r.LatencyHops, latencyHop{Event: n, P50Millis: p50, P99Millis: p99})
 	}
-	return afterPipeline(ctx, sys, ids, o, r)
+	return sys.why(afterPipeline(run, sys.system, ids, o, r))
 }
 
 // unfinished describes up to five jobs that did not end, for a bench that timed out.

@@ -66,17 +66,16 @@ func runScale(ctx context.Context, e *env, o *benchOpts) (benchResult, error) {
 	debug.FreeOSMemory()
 
 	opened := time.Now()
-	sys, g, cancel, err := benchSystem(ctx, e, o, dir, []string{"ingest", "readside"})
+	sys, err := benchSystem(ctx, e, o, dir, []string{"ingest", "readside"})
 	if err != nil {
 		return r, err
 	}
 	r.StartSeconds = time.Since(opened).Seconds()
-	defer sys.close()
-	defer func() { cancel(); _ = g.Wait() }()
+	defer sys.stop()
 	base := "http://" + sys.listener.Addr().String()
 	start := time.Now() // the server has recovered the store: the read side starts now
-	if r.LogEvents, err = caughtUp(ctx, sys.bus.JS, base, time.Hour); err != nil {
-		return r, err
+	if r.LogEvents, err = caughtUp(sys.ctx, sys.bus.JS, base, time.Hour); err != nil {
+		return r, sys.why(err)
 	}
 	r.CatchUpSeconds = time.Since(start).Seconds()
 	r.LogJobs = o.scale
@@ -159,24 +158,23 @@ func existingLog(ctx context.Context, e *env, o *benchOpts, dir string, keep int
 // templateHistory runs one /bin/true job through every service on a fresh log in dir
 // and returns its history.
 func templateHistory(ctx context.Context, e *env, o *benchOpts, dir string) ([]events.Event, error) {
-	sys, g, cancel, err := benchSystem(ctx, e, o, dir, allServices)
+	sys, err := benchSystem(ctx, e, o, dir, allServices)
 	if err != nil {
 		return nil, err
 	}
-	defer sys.close()
-	defer func() { cancel(); _ = g.Wait() }()
+	defer sys.stop()
 	ends := newEndWatch()
 	sub, err := sys.bus.Conn.Subscribe(events.SubjectEvent, ends.observe)
 	if err != nil {
 		return nil, err
 	}
 	defer sub.Unsubscribe()
-	acc, err := sys.ingest.Submit(ctx, ingest.Submission{File: "bench.json", Data: trueJob(), Submitter: "bench"})
+	acc, err := sys.ingest.Submit(sys.ctx, ingest.Submission{File: "bench.json", Data: trueJob(), Submitter: "bench"})
 	if err != nil {
-		return nil, err
+		return nil, sys.why(err)
 	}
-	if err := ends.waitJob(ctx, acc.Jobs[0], time.Minute); err != nil {
-		return nil, err
+	if err := ends.waitJob(sys.ctx, acc.Jobs[0], time.Minute); err != nil {
+		return nil, sys.why(err)
 	}
 	h, err := events.NewStore(sys.bus.Conn, sys.bus.JS, "bench").Load(ctx, acc.Jobs[0])
 	return h.Events, err

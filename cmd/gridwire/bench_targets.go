@@ -216,11 +216,11 @@ func benchSlurm(ctx context.Context, e *env, o *benchOpts) (*slurmRow, error) {
 	if t.slurmQueue != "" {
 		cl.Queues = []string{t.slurmQueue}
 	}
-	sys, stop, err := targetSystem(ctx, e, o, filepath.Join(o.data, "slurm"), cl)
+	sys, err := targetSystem(ctx, e, o, filepath.Join(o.data, "slurm"), cl)
 	if err != nil {
 		return nil, err
 	}
-	defer stop()
+	defer sys.stop()
 	row := &slurmRow{Jobs: t.slurmJobs, Pairs: t.slurmPairs}
 	var direct, gw side
 	for i := range t.slurmPairs {
@@ -231,7 +231,7 @@ func benchSlurm(ctx context.Context, e *env, o *benchOpts) (*slurmRow, error) {
 		gwSide := func() error {
 			return g.measure(func() (string, error) {
 				start := time.Now()
-				note, err := targetPipeline(ctx, sys, t.slurmJobs)
+				note, err := targetPipeline(sys, t.slurmJobs)
 				return fmt.Sprintf("%s; the last job wrote its exit status %.2fs after the first submission", note, lastExitWrite(root).Sub(start).Seconds()), err
 			})
 		}
@@ -267,11 +267,11 @@ func benchSSH(ctx context.Context, e *env, o *benchOpts) (*sshRow, error) {
 	defer closeMaster()
 	cl := cluster.Cluster{Name: "bench-ssh", Kind: cluster.KindSSH, Hosts: []string{t.ssh}, User: t.sshUser,
 		Identity: t.sshIdentity, KnownHosts: t.sshKnownHosts, Profile: "fork", LRMS: "Fork", WorkRoot: t.sshWorkRoot}
-	sys, stop, err := targetSystem(ctx, e, o, filepath.Join(o.data, "ssh"), cl)
+	sys, err := targetSystem(ctx, e, o, filepath.Join(o.data, "ssh"), cl)
 	if err != nil {
 		return nil, err
 	}
-	defer stop()
+	defer sys.stop()
 	row := &sshRow{Jobs: t.sshJobs}
 	var one, eight, gw side
 	if err := one.measure(func() (string, error) { return "", concurrently(ctx, t.sshJobs, 1, sshTrue) }); err != nil {
@@ -280,7 +280,7 @@ func benchSSH(ctx context.Context, e *env, o *benchOpts) (*sshRow, error) {
 	if err := eight.measure(func() (string, error) { return "", concurrently(ctx, t.sshJobs, 8, sshTrue) }); err != nil {
 		return nil, err
 	}
-	if err := gw.measure(func() (string, error) { return targetPipeline(ctx, sys, t.sshJobs) }); err != nil {
+	if err := gw.measure(func() (string, error) { return targetPipeline(sys, t.sshJobs) }); err != nil {
 		return nil, err
 	}
 	row.OpenSSHPerSec, row.OpenSSH8PerSec, row.GridwirePerSec = one.rate(t.sshJobs), eight.rate(t.sshJobs), gw.rate(t.sshJobs)
@@ -355,15 +355,11 @@ func slurmCPU() time.Duration {
 
 // targetSystem runs every service on an embedded server in dir with cl as its only
 // cluster; stop ends them and closes the system.
-func targetSystem(ctx context.Context, e *env, o *benchOpts, dir string, cl cluster.Cluster) (*system, func(), error) {
+func targetSystem(ctx context.Context, e *env, o *benchOpts, dir string, cl cluster.Cluster) (*benchServices, error) {
 	if err := (cluster.Config{Clusters: []cluster.Cluster{cl}}).Validate(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	sys, g, cancel, err := benchSystemWith(ctx, e, o, dir, allServices, []cluster.Cluster{cl})
-	if err != nil {
-		return nil, nil, err
-	}
-	return sys, func() { cancel(); _ = g.Wait(); sys.close() }, nil
+	return benchSystemWith(ctx, e, o, dir, allServices, []cluster.Cluster{cl})
 }
 
 // targetPipeline submits n /bin/true jobs from 16 goroutines, as the fork pipeline row
@@ -371,7 +367,7 @@ func targetSystem(ctx context.Context, e *env, o *benchOpts, dir string, cl clus
 // and waits until each has reached its terminal state, seen on the bus as it is stored
 // (no polling: a poll of every open job would load the machine the target shares). The
 // note is the run's timeline.
-func targetPipeline(ctx context.Context, sys *system, n int) (string, error) {
+func targetPipeline(sys *benchServices, n int) (string, error) {
 	ends := newEndWatch()
 	sub, err := sys.bus.Conn.Subscribe(events.SubjectEvent, ends.observe)
 	if err != nil {
@@ -385,11 +381,11 @@ func targetPipeline(ctx context.Context, sys *system, n int) (string, error) {
 		return "", err
 	}
 	start := time.Now()
-	if _, _, err := submitManyIDs(ctx, sys.ingest, n, 16); err != nil {
-		return "", err
+	if _, _, err := submitManyIDs(sys.ctx, sys.ingest, n, 16); err != nil {
+		return "", sys.why(err)
 	}
-	if err := ends.waitCount(ctx, n, 10*time.Minute); err != nil {
-		return "", err
+	if err := ends.waitCount(sys.ctx, n, 10*time.Minute); err != nil {
+		return "", sys.why(err)
 	}
 	if f := ends.failures(); f > 0 {
 		return "", fmt.Errorf("%d of %d jobs did not succeed", f, n)

@@ -3,10 +3,15 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // One small run of `gridwire bench` measures every figure its table prints, and the
@@ -119,5 +124,50 @@ func TestBenchRefusesTargetFlagsItCannotUse(t *testing.T) {
 		if status == 0 || !strings.Contains(errOut, tc.want) {
 			t.Errorf("bench %v: exit %d, %q; want an error with %q", tc.args, status, errOut, tc.want)
 		}
+	}
+}
+
+// A run whose jobs would run as root is refused before it starts unless
+// --allow-root-jobs consents; a run that starts no job on this host needs no consent.
+func TestBenchAsksConsentToRunJobsAsRoot(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		o      benchOpts
+		euid   int
+		refuse bool
+	}{
+		{"pipeline as root", benchOpts{}, 0, true},
+		{"pipeline as root, consenting", benchOpts{allowRoot: true}, 0, false},
+		{"pipeline as a user", benchOpts{}, 1000, false},
+		{"scale as root", benchOpts{scale: 1000}, 0, true},
+		{"submit rows alone", benchOpts{submitOnly: true}, 0, false},
+		{"slurm row", benchOpts{targets: targetOpts{only: true, slurm: true}}, 0, true},
+		{"ssh row alone", benchOpts{targets: targetOpts{only: true, ssh: "host"}}, 0, false},
+	} {
+		err := tc.o.rootCheck(tc.euid)
+		if (err != nil) != tc.refuse || err != nil && !strings.Contains(err.Error(), "--allow-root-jobs") {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+	if os.Geteuid() == 0 {
+		status, _, errOut := cli(context.Background(), "bench", "--data", t.TempDir(), "--jobs", "1")
+		if status != exitUsage || !strings.Contains(errOut, "--allow-root-jobs") {
+			t.Errorf("bench as root: exit %d, %q", status, errOut)
+		}
+	}
+}
+
+// A service that stops during a run ends the run's wait at once, and the error says
+// what stopped it rather than that the jobs took too long.
+func TestBenchWaitEndsWhenAServiceStops(t *testing.T) {
+	g, gctx := errgroup.WithContext(context.Background())
+	b := &benchServices{ctx: gctx, g: g, cancel: func() {}}
+	g.Go(func() error { return errors.New("executor: refusing to run a fork cluster's jobs as root") })
+	err := b.why(newEndWatch().waitCount(b.ctx, 1, time.Hour))
+	if err == nil || !strings.Contains(err.Error(), "the services stopped: executor: refusing") {
+		t.Fatalf("wait ended with %v", err)
+	}
+	if err := b.why(nil); err != nil {
+		t.Fatalf("why(nil) = %v", err)
 	}
 }
