@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"reflect"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -148,15 +149,7 @@ func fastPayload(data []byte, v any) bool {
 			return i, false
 		})
 	case *IncarnatedData:
-		return readObject(data, incarnatedFields, false, func(k, b []byte, i int) (int, bool) {
-			switch string(k) {
-			case "cluster":
-				return readString(b, i, &p.Cluster)
-			case "queue":
-				return readString(b, i, &p.Queue)
-			}
-			return i, false // the scripts and the rest: a projection reads the two above
-		})
+		return fastIncarnated(data, p)
 	case *Job:
 		return fastJob(data, p)
 	}
@@ -206,6 +199,192 @@ func fastJob(data []byte, j *Job) bool {
 	})
 }
 
+// fastIncarnated reads an incarnation whole: every service that folds a job decodes
+// one, and encoding/json's reflection over its scripts and maps was about 100 us of it.
+// Its strings are scripts, so escapes are read (readText), not given up on.
+func fastIncarnated(data []byte, p *IncarnatedData) bool {
+	return readObject(data, incarnatedFields, false, func(k, b []byte, i int) (int, bool) {
+		switch string(k) {
+		case "cluster":
+			return readText(b, i, &p.Cluster)
+		case "queue":
+			return readText(b, i, &p.Queue)
+		case "lrms":
+			return readText(b, i, &p.LRMS)
+		case "profile":
+			return readText(b, i, &p.Profile)
+		case "profile_hash":
+			return readText(b, i, &p.ProfileHash)
+		case "work_dir":
+			return readText(b, i, &p.WorkDir)
+		case "host":
+			return readText(b, i, &p.Host)
+		case "native_id_pattern":
+			return readText(b, i, &p.NativeIDPattern)
+		case "status_pattern":
+			return readText(b, i, &p.StatusPattern)
+		case "absent_state":
+			return readText(b, i, &p.AbsentState)
+		case "scripts":
+			return readScripts(b, i, &p.Scripts)
+		case "static_scripts":
+			return readScripts(b, i, &p.StaticScripts)
+		case "native_states":
+			return readTextMap(b, i, &p.NativeStates)
+		case "substituted":
+			return readTextMap(b, i, &p.Substituted)
+		case "storages":
+			return readTextMap(b, i, &p.Storages)
+		}
+		return i, false
+	})
+}
+
+// readScripts reads an object of scripts by name into *dst, as encoding/json fills a
+// map: made when nil, added to when not (a repeated key), each value a fresh Script.
+func readScripts(b []byte, i int, dst *map[string]Script) (int, bool) {
+	return readMap(b, i, dst, func(b []byte, i int) (Script, int, bool) {
+		var sc Script
+		end, ok := readMembers(b, i, scriptFields, false, func(k, b []byte, i int) (int, bool) {
+			switch string(k) {
+			case "body":
+				return readText(b, i, &sc.Body)
+			case "sha256":
+				return readText(b, i, &sc.SHA256)
+			case "location":
+				return readText(b, i, &sc.Location)
+			}
+			return i, false
+		})
+		return sc, end, ok
+	})
+}
+
+// readTextMap reads an object of strings into *dst, as readScripts does scripts.
+func readTextMap(b []byte, i int, dst *map[string]string) (int, bool) {
+	return readMap(b, i, dst, func(b []byte, i int) (string, int, bool) {
+		var v string
+		end, ok := readText(b, i, &v)
+		return v, end, ok
+	})
+}
+
+// readMap reads the object at b[i] into *dst, each member's value by read; a null map
+// is nil, as encoding/json makes it, and a null value is given up on.
+func readMap[V any](b []byte, i int, dst *map[string]V, read func(b []byte, i int) (V, int, bool)) (int, bool) {
+	if bytes.HasPrefix(b[i:], []byte("null")) {
+		*dst = nil
+		return i + 4, true
+	}
+	if i >= len(b) || b[i] != '{' {
+		return i, false
+	}
+	if *dst == nil {
+		*dst = map[string]V{}
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, true
+	}
+	for {
+		var key string
+		end, ok := readText(b, i, &key)
+		if !ok {
+			return i, false
+		}
+		if i = skipSpace(b, end); i >= len(b) || b[i] != ':' {
+			return i, false
+		}
+		v, end, ok := read(b, skipSpace(b, i+1))
+		if !ok {
+			return end, false
+		}
+		(*dst)[key] = v
+		if i = skipSpace(b, end); i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+			continue
+		}
+		if i < len(b) && b[i] == '}' {
+			return i + 1, true
+		}
+		return i, false
+	}
+}
+
+// readText reads a string into dst as encoding/json does, escapes and all; it gives up
+// on what encoding/json would change (invalid UTF-8, a \u escape of a surrogate that is
+// not half of a pair, each replaced by U+FFFD there) rather than make the change.
+func readText(b []byte, i int, dst *string) (int, bool) {
+	end, ok := JSONStringEnd(b, i) // the escapes are well formed from here on
+	if !ok {
+		return i, false
+	}
+	s := b[i+1 : end-1]
+	esc := bytes.IndexByte(s, '\\')
+	if !utf8.Valid(s) {
+		return i, false
+	}
+	if esc < 0 {
+		*dst = string(s)
+		return end, true
+	}
+	var out strings.Builder
+	out.Grow(len(s))
+	for esc >= 0 {
+		out.Write(s[:esc])
+		c := s[esc+1]
+		s = s[esc+2:]
+		switch c {
+		case 'b':
+			out.WriteByte('\b')
+		case 'f':
+			out.WriteByte('\f')
+		case 'n':
+			out.WriteByte('\n')
+		case 'r':
+			out.WriteByte('\r')
+		case 't':
+			out.WriteByte('\t')
+		case 'u':
+			r := hex4(s)
+			s = s[4:]
+			if utf16.IsSurrogate(r) { // a pair, or given up on
+				if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
+					return i, false
+				}
+				if r = utf16.DecodeRune(r, hex4(s[2:])); r == utf8.RuneError {
+					return i, false
+				}
+				s = s[6:]
+			}
+			out.WriteRune(r)
+		default: // " \\ /
+			out.WriteByte(c)
+		}
+		esc = bytes.IndexByte(s, '\\')
+	}
+	out.Write(s)
+	*dst = out.String()
+	return end, true
+}
+
+// hex4 is the value of the four hexadecimal digits b starts with.
+func hex4(b []byte) rune {
+	var r rune
+	for _, h := range b[:4] {
+		switch {
+		case h >= 'a':
+			h -= 'a' - 10
+		case h >= 'A':
+			h -= 'A' - 10
+		default:
+			h -= '0'
+		}
+		r = r<<4 | rune(h)
+	}
+	return r
+}
+
 // The JSON names of each payload's fields, as encoding/json matches keys to them.
 var (
 	transferFields   = jsonNames(TransferData{})
@@ -217,6 +396,7 @@ var (
 	noteFields       = jsonNames(Note{})
 	restartedFields  = jsonNames(RestartedData{})
 	incarnatedFields = jsonNames(IncarnatedData{})
+	scriptFields     = jsonNames(Script{})
 	jobFields        = append(jsonNames(Job{}), "requirements")
 	originalFields   = jsonNames(Original{})
 	ddsFields        = jsonNames(DDSContext{})

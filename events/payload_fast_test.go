@@ -47,7 +47,12 @@ func TestFastPayloadMatchesJSON(t *testing.T) {
 		5: {`{"exit_code":3,"reason":"exit"}`, `{}`},
 		6: {`{"reason":"r","action":"HOLD","output":"o","unknown":[1,{"a":null}]}`},
 		7: {`{"attempt":2,"of":3,"reason":"crashed"}`},
-		8: {`{"cluster":"local","queue":"q"}`, `{"cluster":"local"}`},
+		8: {`{"cluster":"local","queue":"q"}`, `{"cluster":"local"}`, `{"cluster":"c","scripts":null,"storages":{}}`,
+			`{"cluster":"local","lrms":"Fork","profile":"fork","profile_hash":"ab","work_dir":"/w/J","host":"h",` +
+				`"scripts":{"JOB":{"body":"#!/bin/sh\nset -e\necho \"hi\" \\ \u00e9\t\/ \b\f\r\u0000 é","sha256":"x"},` +
+				`"START":{"sha256":"y","location":"/bin/s"}},"native_id_pattern":"^(\\d+)$","status_pattern":"(?P<id>\\S+)",` +
+				`"native_states":{"R":"RUNNING","PD":"QUEUED"},"absent_state":"ENDED","static_scripts":{},` +
+				`"substituted":{"arguments.0":"a/b"},"storages":{"USPACE":"/w/J","\u00e9":"\ud83d\ude00x"}}`},
 		9: {`{"id":"J","name":"n","kind":"group","parent":"P","submitter":"s","restarts":2,"original":{"path":"job[1]"},"dds":{"collection_path":"main/c_1"}}`,
 			`{"id":"J","dds":{}}`, `{"id":"J","original":{}}`},
 	}
@@ -67,6 +72,11 @@ func TestFastPayloadMatchesJSON(t *testing.T) {
 			`{"dds":{"collection_path":"a","task_index":1}}`, `{"requirements":{}}`, `{"executable":"/bin/true"}`,
 			`{"id":"J","original":{"path":"a"},"original":{"path":"b"}}`, `{"name":"\xff"}`, `{"name":"caf\xc3\xa9"}`,
 			`{"kſnd":"x"}`, `{"reason":"x",}`, `{"reason":"x"} x`, `{"reason":"x"`, `[]`, `null`, ``, ` {} `, `{"":1}`,
+			`{"scripts":null}`, `{"scripts":{"A":null}}`, `{"scripts":{"A":{"Body":"x"}}}`, `{"scripts":{"A":{"body":"x","extra":[1,{}]}}}`,
+			`{"scripts":{"A":{"body":"x"},"A":{"sha256":"y"}}}`, `{"storages":{"a":"x"},"storages":{"b":"y"}}`,
+			`{"storages":{"a":"\ud800"}}`, `{"storages":{"a":"\udc00\ud800"}}`, `{"storages":{"a":"\xff"}}`,
+			`{"storages":{"a":null}}`, `{"native_states":{"R":1}}`, `{"substituted":{"a":"b",}}`, `{"storages":{"a":"x"}`,
+			`{"work_dir":"\u0000\u001f"}`, `{"host":"a\/b\'"}`, `{"host":"a\x"}`, `{"Scripts":{}}`, `{"scripts":[]}`,
 		} {
 			checkPayload(t, []byte(odd), fresh)
 		}
@@ -91,7 +101,39 @@ func FuzzFastPayload(f *testing.F) {
 	f.Add([]byte(`{"exit_code":3,"reason":"exit"}`), uint8(5))
 	f.Add([]byte(`{"id":"J","kind":"group","original":{"path":"p"},"dds":{"collection_path":"c"}}`), uint8(9))
 	f.Add([]byte(`{"cluster":"local","queue":"q","scripts":{}}`), uint8(8))
+	f.Add([]byte(`{"scripts":{"JOB":{"body":"a\nb\u00e9\ud83d\ude00","sha256":"x"}},"storages":{"a":"b"}}`), uint8(8))
 	f.Fuzz(func(t *testing.T, data []byte, k uint8) {
 		checkPayload(t, data, fastTypes[int(k)%len(fastTypes)])
 	})
+}
+
+// BenchmarkIncarnatedPayload decodes every recorded incarnation (rendered scripts and
+// all) as a fold does (Payload), beside encoding/json alone in the same run.
+func BenchmarkIncarnatedPayload(b *testing.B) {
+	var payloads [][]byte
+	for _, m := range recordedMessages(b) {
+		if e, err := Decode(m.Event); err == nil && e.Name == Incarnated {
+			payloads = append(payloads, e.Data)
+		}
+	}
+	if len(payloads) == 0 {
+		b.Fatal("no recorded incarnation")
+	}
+	for _, bc := range []struct {
+		name   string
+		decode func([]byte, *IncarnatedData) error
+	}{
+		{"payload", func(d []byte, v *IncarnatedData) error { return Event{Data: d}.Payload(v) }},
+		{"encoding-json", func(d []byte, v *IncarnatedData) error { return json.Unmarshal(d, v) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				var v IncarnatedData
+				if err := bc.decode(payloads[i%len(payloads)], &v); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
