@@ -2,6 +2,7 @@ package events
 
 import (
 	"bytes"
+	"encoding/base64"
 	"reflect"
 	"strings"
 	"unicode/utf16"
@@ -156,31 +157,110 @@ func fastPayload(data []byte, v any) bool {
 	return false
 }
 
-// fastJob reads the fields of a job a projection keeps (its identity, its place in its
-// document and its DDS collection), as Job.UnmarshalJSON reads them: strictly, a key it
-// does not know giving up.
+// fastJob reads a job as Job.UnmarshalJSON reads it (strictly: a key it does not know
+// gives up) when it holds what a job usually holds: its identity and place, its
+// original description, what runs, what it stages and where its output goes, and
+// requirements of single values (an LRMS default, an OS, sizes, with their origins).
+// Lists of rules, times, DDS contexts beyond their collection and the like are left to
+// encoding/json. A
+// job with requirements is then upcast from the first schema, as UnmarshalJSON does.
 func fastJob(data []byte, j *Job) bool {
-	return readObject(data, jobFields, true, func(k, b []byte, i int) (int, bool) {
+	sawRequirements := false
+	ok := readObject(data, jobFields, true, func(k, b []byte, i int) (int, bool) {
 		switch string(k) {
 		case "id":
-			return readString(b, i, &j.ID)
+			return readText(b, i, &j.ID)
 		case "name":
-			return readString(b, i, &j.Name)
+			return readText(b, i, &j.Name)
 		case "kind":
-			return readString(b, i, (*string)(&j.Kind))
+			return readText(b, i, (*string)(&j.Kind))
 		case "parent":
-			return readString(b, i, &j.Parent)
+			return readText(b, i, &j.Parent)
+		case "children":
+			return readTexts(b, i, &j.Children)
 		case "submitter":
-			return readString(b, i, &j.Submitter)
+			return readText(b, i, &j.Submitter)
+		case "idempotency_key":
+			return readText(b, i, &j.IdempotencyKey)
 		case "restarts":
 			return readInt(b, i, &j.Restarts)
 		case "original":
 			return readNested(b, i, originalFields, func(k, b []byte, i int) (int, bool) {
-				if string(k) == "path" {
-					return readString(b, i, &j.Original.Path)
+				o := &j.Original
+				switch string(k) {
+				case "format":
+					return readText(b, i, &o.Format)
+				case "content_type":
+					return readText(b, i, &o.ContentType)
+				case "file":
+					return readText(b, i, &o.File)
+				case "sha256":
+					return readText(b, i, &o.SHA256)
+				case "bytes":
+					return readBase64(b, i, &o.Bytes)
+				case "index":
+					return readInt(b, i, &o.Index)
+				case "path":
+					return readText(b, i, &o.Path)
 				}
 				return i, false
 			})
+		case "executable":
+			return readText(b, i, &j.Executable)
+		case "arguments":
+			return readTexts(b, i, &j.Arguments)
+		case "environment":
+			return readList(b, i, &j.Environment, func(b []byte, i int) (EnvVar, int, bool) {
+				var v EnvVar
+				end, ok := readNested(b, i, envFields, func(k, b []byte, i int) (int, bool) {
+					switch string(k) {
+					case "name":
+						return readText(b, i, &v.Name)
+					case "value":
+						return readText(b, i, &v.Value)
+					}
+					return i, false
+				})
+				return v, end, ok
+			})
+		case "directory":
+			return readText(b, i, &j.Directory)
+		case "library_path":
+			return readTexts(b, i, &j.LibraryPath)
+		case "stdin":
+			return readText(b, i, &j.Stdin)
+		case "stdout":
+			return readTexts(b, i, &j.Stdout)
+		case "stderr":
+			return readTexts(b, i, &j.Stderr)
+		case "count":
+			return readInt(b, i, &j.Count)
+		case "mpi":
+			return readBool(b, i, &j.MPI)
+		case "job_type":
+			return readText(b, i, (*string)(&j.JobType))
+		case "default_storage_base":
+			return readText(b, i, &j.DefaultStorageBase)
+		case "max_transfer_attempts":
+			return readInt(b, i, &j.MaxTransferAttempts)
+		case "stage_in":
+			return readFileCopies(b, i, &j.StageIn)
+		case "stage_out":
+			return readFileCopies(b, i, &j.StageOut)
+		case "cleanup":
+			return readTexts(b, i, &j.Cleanup)
+		case "substitutions":
+			return readTexts(b, i, &j.Substitutions)
+		case "requirements":
+			// UnmarshalJSON decodes requirements afresh, whatever the job held, and a
+			// repeated key into what the first one read.
+			var r Requirements
+			if sawRequirements {
+				r = j.Requirements
+			}
+			end, ok := readRequirements(b, i, &r)
+			j.Requirements, sawRequirements = r, true
+			return end, ok
 		case "dds":
 			if i >= len(b) || b[i] != '{' {
 				return i, false
@@ -190,13 +270,147 @@ func fastJob(data []byte, j *Job) bool {
 			}
 			return readNested(b, i, ddsFields, func(k, b []byte, i int) (int, bool) {
 				if string(k) == "collection_path" {
-					return readString(b, i, &j.DDS.CollectionPath)
+					return readText(b, i, &j.DDS.CollectionPath)
 				}
 				return i, false
 			})
 		}
 		return i, false
 	})
+	if ok && sawRequirements {
+		j.upcastV1(requirementsV1{})
+	}
+	return ok
+}
+
+// readFileCopies reads a staging list into a fresh *dst.
+func readFileCopies(b []byte, i int, dst *[]FileCopy) (int, bool) {
+	return readList(b, i, dst, func(b []byte, i int) (FileCopy, int, bool) {
+		var c FileCopy
+		end, ok := readNested(b, i, fileCopyFields, func(k, b []byte, i int) (int, bool) {
+			switch string(k) {
+			case "from":
+				return readText(b, i, &c.From)
+			case "to":
+				return readText(b, i, &c.To)
+			case "directory":
+				return readBool(b, i, &c.Directory)
+			case "attempts":
+				return readInt(b, i, &c.Attempts)
+			case "when":
+				return readText(b, i, &c.When)
+			}
+			return i, false
+		})
+		return c, end, ok
+	})
+}
+
+// readRequirements reads requirements of single values (strictly; a list, a placement
+// or a first-schema field gives up).
+func readRequirements(b []byte, i int, r *Requirements) (int, bool) {
+	return readNested(b, i, requirementFields, func(k, b []byte, i int) (int, bool) {
+		switch string(k) {
+		case "lrms_default":
+			return readText(b, i, (*string)(&r.LRMSDefault))
+		case "queue":
+			return readText(b, i, &r.Queue)
+		case "os_name":
+			return readText(b, i, &r.OSName)
+		case "os_release":
+			return readText(b, i, &r.OSRelease)
+		case "os_version":
+			return readText(b, i, &r.OSVersion)
+		case "platform":
+			return readText(b, i, &r.Platform)
+		case "cpu_instruction_set":
+			return readText(b, i, &r.CPUInstructionSet)
+		case "smp_size":
+			return readInt(b, i, &r.SMPSize)
+		case "processors":
+			return readInt(b, i, &r.Processors)
+		case "ram_size":
+			return readInt(b, i, &r.RAMSize)
+		case "virtual_size":
+			return readInt(b, i, &r.VirtualSize)
+		case "cpu_hz":
+			return readInt(b, i, &r.CPUHz)
+		case "origins":
+			return readMap(b, i, &r.Origins, func(b []byte, i int) (Origin, int, bool) {
+				var o Origin
+				end, ok := readNested(b, i, originFields, func(k, b []byte, i int) (int, bool) {
+					switch string(k) {
+					case "field":
+						return readText(b, i, &o.Field)
+					case "line":
+						return readInt(b, i, &o.Line)
+					case "col":
+						return readInt(b, i, &o.Col)
+					}
+					return i, false
+				})
+				return o, end, ok
+			})
+		}
+		return i, false
+	})
+}
+
+// readTexts reads an array of strings into *dst, a fresh slice as encoding/json makes
+// one (an empty array too is a slice, not nil).
+func readTexts(b []byte, i int, dst *[]string) (int, bool) {
+	return readList(b, i, dst, func(b []byte, i int) (string, int, bool) {
+		var v string
+		end, ok := readText(b, i, &v)
+		return v, end, ok
+	})
+}
+
+// readList reads the array at b[i] into a fresh *dst, each element by read; a null is
+// given up on.
+func readList[V any](b []byte, i int, dst *[]V, read func(b []byte, i int) (V, int, bool)) (int, bool) {
+	if i >= len(b) || b[i] != '[' {
+		return i, false
+	}
+	out := []V{}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		*dst = out
+		return i + 1, true
+	}
+	for {
+		v, end, ok := read(b, i)
+		if !ok {
+			return end, false
+		}
+		out = append(out, v)
+		if i = skipSpace(b, end); i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+			continue
+		}
+		if i < len(b) && b[i] == ']' {
+			*dst = out
+			return i + 1, true
+		}
+		return i, false
+	}
+}
+
+// readBase64 reads a string of standard base64 into *dst, as encoding/json reads a
+// []byte (an empty string is an empty slice, not nil); invalid base64 gives up.
+func readBase64(b []byte, i int, dst *[]byte) (int, bool) {
+	var s string
+	end, ok := readText(b, i, &s)
+	if !ok {
+		return i, false
+	}
+	out := make([]byte, base64.StdEncoding.DecodedLen(len(s)))
+	n, err := base64.StdEncoding.Decode(out, []byte(s))
+	if err != nil {
+		return i, false
+	}
+	*dst = out[:n]
+	return end, true
 }
 
 // fastIncarnated reads an incarnation whole: every service that folds a job decodes
@@ -399,7 +613,13 @@ var (
 	scriptFields     = jsonNames(Script{})
 	jobFields        = append(jsonNames(Job{}), "requirements")
 	originalFields   = jsonNames(Original{})
-	ddsFields        = jsonNames(DDSContext{})
+	envFields        = jsonNames(EnvVar{})
+	fileCopyFields   = jsonNames(FileCopy{})
+	originFields     = jsonNames(Origin{})
+	// requirementFields are the names UnmarshalJSON reads requirements by: today's and
+	// the first schema's (which fastJob gives up on).
+	requirementFields = append(jsonNames(Requirements{}), jsonNames(requirementsV1{})...)
+	ddsFields         = jsonNames(DDSContext{})
 )
 
 // jsonNames lists the JSON names of a struct's exported fields (its tag's name, else the

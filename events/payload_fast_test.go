@@ -54,7 +54,18 @@ func TestFastPayloadMatchesJSON(t *testing.T) {
 				`"native_states":{"R":"RUNNING","PD":"QUEUED"},"absent_state":"ENDED","static_scripts":{},` +
 				`"substituted":{"arguments.0":"a/b"},"storages":{"USPACE":"/w/J","\u00e9":"\ud83d\ude00x"}}`},
 		9: {`{"id":"J","name":"n","kind":"group","parent":"P","submitter":"s","restarts":2,"original":{"path":"job[1]"},"dds":{"collection_path":"main/c_1"}}`,
-			`{"id":"J","dds":{}}`, `{"id":"J","original":{}}`},
+			`{"id":"J","dds":{}}`, `{"id":"J","original":{}}`,
+			`{"id":"J","submitter":"s","idempotency_key":"k","original":{"format":"v3-json","content_type":"application/json",` +
+				`"file":"/tmp/t.json","sha256":"02","bytes":"eyJ2ZXJzaW9uIjozfQo=","index":2},"executable":"/bin/sh",` +
+				`"arguments":["-c","echo \"a\"\n",""],"environment":[{"name":"A","value":"x=y"},{"name":"B","value":""}],` +
+				`"directory":"d","library_path":[],"stdin":"in","stdout":["o1","o2"],"stderr":["e"],"count":4,"mpi":true,` +
+				`"job_type":"mpi","default_storage_base":"/s","max_transfer_attempts":3,"cleanup":["c"],"substitutions":["taskid"],` +
+				`"children":["C1","C2"],"requirements":{"lrms_default":"batch","queue":"q","os_name":"Linux","ram_size":1024,` +
+				`"origins":{"lrms_default":{"field":"requirements.fork (not set)"},"queue":{"field":"q","line":3,"col":7}}}}`,
+			`{"id":"J","original":{"format":"v3-json","bytes":""},"requirements":{}}`,
+			`{"id":"J","stage_in":[{"from":"http://h/a","to":"a","attempts":3},{"from":"s/","to":"d","directory":true}],` +
+				`"stage_out":[{"from":"o","to":"file:///x","when":"success"}],"max_transfer_attempts":2}`,
+			`{"id":"J","original":{"format":"jrdl"},"requirements":{"lrms_default":"any"},"requirements":{"queue":"q"}}`},
 	}
 	for k, fresh := range fastTypes {
 		for _, data := range plain[k] {
@@ -77,6 +88,15 @@ func TestFastPayloadMatchesJSON(t *testing.T) {
 			`{"storages":{"a":"\ud800"}}`, `{"storages":{"a":"\udc00\ud800"}}`, `{"storages":{"a":"\xff"}}`,
 			`{"storages":{"a":null}}`, `{"native_states":{"R":1}}`, `{"substituted":{"a":"b",}}`, `{"storages":{"a":"x"}`,
 			`{"work_dir":"\u0000\u001f"}`, `{"host":"a\/b\'"}`, `{"host":"a\x"}`, `{"Scripts":{}}`, `{"scripts":[]}`,
+			`{"original":{"bytes":"!!"}}`, `{"original":{"bytes":"aGk"}}`, `{"original":{"bytes":"aG\nk="}}`, `{"original":{"bytes":null}}`,
+			`{"arguments":null}`, `{"arguments":[1]}`, `{"arguments":["a",]}`, `{"arguments":["a"],"arguments":[]}`,
+			`{"stage_in":[{"from":"a","to":"b","x":1}]}`, `{"stage_in":[{"from":"a"}],"stage_in":[]}`, `{"stage_out":[{"when":null}]}`,
+			`{"environment":[{"name":"A","extra":1}]}`, `{"environment":[{"Name":"A"}]}`, `{"environment":[null]}`,
+			`{"requirements":{"hosts":["h"]}}`, `{"requirements":{"lrms":"Slurm"}}`, `{"requirements":{"fork":false}}`,
+			`{"requirements":{"resources":{"minFreeCPU":"2"}}}`, `{"requirements":{"lrms_rules":[]}}`,
+			`{"requirements":{"origins":{"a":{"field":"f","x":1}}}}`, `{"requirements":{"origins":null}}`,
+			`{"original":{"format":"v3-yaml"},"requirements":{}}`, `{"requirements":{},"original":{"format":"v3-json"}}`,
+			`{"requirements":{"ram_size":1.5}}`, `{"requirements":null}`, `{"count":true}`, `{"mpi":"true"}`,
 		} {
 			checkPayload(t, []byte(odd), fresh)
 		}
@@ -100,6 +120,8 @@ func FuzzFastPayload(f *testing.F) {
 	f.Add([]byte(`{"direction":"in","attempt":1,"bytes":5,"directory":true}`), uint8(0))
 	f.Add([]byte(`{"exit_code":3,"reason":"exit"}`), uint8(5))
 	f.Add([]byte(`{"id":"J","kind":"group","original":{"path":"p"},"dds":{"collection_path":"c"}}`), uint8(9))
+	f.Add([]byte(`{"id":"J","original":{"format":"v3-json","bytes":"aGk="},"executable":"/bin/true","arguments":["a"],`+
+		`"environment":[{"name":"A","value":"b"}],"requirements":{"lrms_default":"batch","origins":{"lrms_default":{"field":"f"}}}}`), uint8(9))
 	f.Add([]byte(`{"cluster":"local","queue":"q","scripts":{}}`), uint8(8))
 	f.Add([]byte(`{"scripts":{"JOB":{"body":"a\nb\u00e9\ud83d\ude00","sha256":"x"}},"storages":{"a":"b"}}`), uint8(8))
 	f.Fuzz(func(t *testing.T, data []byte, k uint8) {
@@ -110,27 +132,47 @@ func FuzzFastPayload(f *testing.F) {
 // BenchmarkIncarnatedPayload decodes every recorded incarnation (rendered scripts and
 // all) as a fold does (Payload), beside encoding/json alone in the same run.
 func BenchmarkIncarnatedPayload(b *testing.B) {
+	benchPayload(b, recordedPayloads(b, Incarnated), func() *IncarnatedData { return new(IncarnatedData) })
+}
+
+// BenchmarkJobPayload decodes every recorded submitted job as a fold does, beside
+// encoding/json alone (Job.UnmarshalJSON) in the same run; v3 is the job gridwire bench
+// submits, {"version":3,"executable":"/bin/true"}, as ingest writes it.
+func BenchmarkJobPayload(b *testing.B) {
+	b.Run("recorded", func(b *testing.B) { benchPayload(b, recordedPayloads(b, Submitted), func() *Job { return new(Job) }) })
+	v3 := []byte(`{"id":"01M8JD6N7S9A7Y8NTZ56ZRP6HK","submitter":"bench","original":{"format":"v3-json",` +
+		`"content_type":"application/json","file":"bench.json","sha256":"0245e77b1971eeba747c406ad5cc8a52f96eb5921876e9db76cba3e51c9f0cc2",` +
+		`"bytes":"eyJ2ZXJzaW9uIjozLCJleGVjdXRhYmxlIjoiL2Jpbi90cnVlIn0K"},"executable":"/bin/true","requirements":` +
+		`{"lrms_default":"batch","origins":{"lrms_default":{"field":"requirements.fork (not set)"}}}}`)
+	b.Run("v3", func(b *testing.B) { benchPayload(b, [][]byte{v3}, func() *Job { return new(Job) }) })
+}
+
+// recordedPayloads are the payloads of every recorded event of the name.
+func recordedPayloads(b *testing.B, name Name) [][]byte {
 	var payloads [][]byte
 	for _, m := range recordedMessages(b) {
-		if e, err := Decode(m.Event); err == nil && e.Name == Incarnated {
+		if e, err := Decode(m.Event); err == nil && e.Name == name {
 			payloads = append(payloads, e.Data)
 		}
 	}
 	if len(payloads) == 0 {
-		b.Fatal("no recorded incarnation")
+		b.Fatalf("no recorded %s payload", name)
 	}
+	return payloads
+}
+
+func benchPayload[T any](b *testing.B, payloads [][]byte, fresh func() *T) {
 	for _, bc := range []struct {
 		name   string
-		decode func([]byte, *IncarnatedData) error
+		decode func([]byte, *T) error
 	}{
-		{"payload", func(d []byte, v *IncarnatedData) error { return Event{Data: d}.Payload(v) }},
-		{"encoding-json", func(d []byte, v *IncarnatedData) error { return json.Unmarshal(d, v) }},
+		{"payload", func(d []byte, v *T) error { return Event{Data: d}.Payload(v) }},
+		{"encoding-json", func(d []byte, v *T) error { return json.Unmarshal(d, v) }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
-				var v IncarnatedData
-				if err := bc.decode(payloads[i%len(payloads)], &v); err != nil {
+				if err := bc.decode(payloads[i%len(payloads)], fresh()); err != nil {
 					b.Fatal(err)
 				}
 			}
