@@ -161,9 +161,9 @@ func fastPayload(data []byte, v any) bool {
 // gives up) when it holds what a job usually holds: its identity and place, its
 // original description, what runs, what it stages and where its output goes, and
 // requirements of single values (an LRMS default, an OS, sizes, with their origins).
-// Lists of rules, times, DDS contexts beyond their collection and the like are left to
-// encoding/json. A
-// job with requirements is then upcast from the first schema, as UnmarshalJSON does.
+// Lists of rules, times, a DDS task's requirements and triggers and the like are left to
+// encoding/json. A job with requirements is then upcast from the first schema, as
+// UnmarshalJSON does.
 func fastJob(data []byte, j *Job) bool {
 	sawRequirements := false
 	ok := readObject(data, jobFields, true, func(k, b []byte, i int) (int, bool) {
@@ -268,12 +268,7 @@ func fastJob(data []byte, j *Job) bool {
 			if j.DDS == nil {
 				j.DDS = new(DDSContext)
 			}
-			return readNested(b, i, ddsFields, func(k, b []byte, i int) (int, bool) {
-				if string(k) == "collection_path" {
-					return readText(b, i, &j.DDS.CollectionPath)
-				}
-				return i, false
-			})
+			return readDDS(b, i, j.DDS)
 		}
 		return i, false
 	})
@@ -281,6 +276,78 @@ func fastJob(data []byte, j *Job) bool {
 		j.upcastV1(requirementsV1{})
 	}
 	return ok
+}
+
+// readDDS reads a task's place in its topology, its properties, assets and variables;
+// its requirements and triggers give up.
+func readDDS(b []byte, i int, d *DDSContext) (int, bool) {
+	return readNested(b, i, ddsFields, func(k, b []byte, i int) (int, bool) {
+		switch string(k) {
+		case "topology":
+			return readText(b, i, &d.Topology)
+		case "task_path":
+			return readText(b, i, &d.TaskPath)
+		case "task_id":
+			return readText(b, i, &d.TaskID)
+		case "task_index":
+			return readInt(b, i, &d.TaskIndex)
+		case "collection_index":
+			return readInt(b, i, &d.CollectionIndex)
+		case "task_name":
+			return readText(b, i, &d.TaskName)
+		case "group_name":
+			return readText(b, i, &d.GroupName)
+		case "collection_name":
+			return readText(b, i, &d.CollectionName)
+		case "collection_path":
+			return readText(b, i, &d.CollectionPath)
+		case "exe":
+			return readText(b, i, &d.Exe)
+		case "exe_reachable":
+			return readBool(b, i, &d.ExeReachable)
+		case "env_script":
+			return readText(b, i, &d.EnvScript)
+		case "env_reachable":
+			return readBool(b, i, &d.EnvReachable)
+		case "properties":
+			return readList(b, i, &d.Properties, func(b []byte, i int) (DDSProperty, int, bool) {
+				var p DDSProperty
+				end, ok := readNested(b, i, ddsPropertyFields, func(k, b []byte, i int) (int, bool) {
+					switch string(k) {
+					case "name":
+						return readText(b, i, &p.Name)
+					case "access":
+						return readText(b, i, &p.Access)
+					case "scope":
+						return readText(b, i, &p.Scope)
+					}
+					return i, false
+				})
+				return p, end, ok
+			})
+		case "assets":
+			return readList(b, i, &d.Assets, func(b []byte, i int) (DDSAsset, int, bool) {
+				var a DDSAsset
+				end, ok := readNested(b, i, ddsAssetFields, func(k, b []byte, i int) (int, bool) {
+					switch string(k) {
+					case "name":
+						return readText(b, i, &a.Name)
+					case "type":
+						return readText(b, i, &a.Type)
+					case "visibility":
+						return readText(b, i, &a.Visibility)
+					case "value":
+						return readText(b, i, &a.Value)
+					}
+					return i, false
+				})
+				return a, end, ok
+			})
+		case "vars":
+			return readTextMap(b, i, &d.Vars)
+		}
+		return i, false
+	})
 }
 
 // readFileCopies reads a staging list into a fresh *dst.
@@ -620,6 +687,8 @@ var (
 	// the first schema's (which fastJob gives up on).
 	requirementFields = append(jsonNames(Requirements{}), jsonNames(requirementsV1{})...)
 	ddsFields         = jsonNames(DDSContext{})
+	ddsPropertyFields = jsonNames(DDSProperty{})
+	ddsAssetFields    = jsonNames(DDSAsset{})
 )
 
 // jsonNames lists the JSON names of a struct's exported fields (its tag's name, else the

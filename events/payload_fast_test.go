@@ -63,6 +63,12 @@ func TestFastPayloadMatchesJSON(t *testing.T) {
 				`"children":["C1","C2"],"requirements":{"lrms_default":"batch","queue":"q","os_name":"Linux","ram_size":1024,` +
 				`"origins":{"lrms_default":{"field":"requirements.fork (not set)"},"queue":{"field":"q","line":3,"col":7}}}}`,
 			`{"id":"J","original":{"format":"v3-json","bytes":""},"requirements":{}}`,
+			`{"id":"J","parent":"P","original":{"format":"dds","index":3,"path":"main/g/c_1/t_2"},"executable":"/bin/sh",` +
+				`"dds":{"topology":"t","task_path":"main/g/c_1/t_2","task_id":"42","task_index":2,"collection_index":-1,` +
+				`"task_name":"t","group_name":"g","collection_name":"c","collection_path":"main/g/c_1","exe":"x.sh",` +
+				`"exe_reachable":true,"env_script":"e.sh","env_reachable":false,"properties":[{"name":"p","access":"write"},` +
+				`{"name":"q","scope":"collection"}],"assets":[{"name":"a","type":"inline","visibility":"task","value":"v\n"}],` +
+				`"vars":{"n":"1"}}}`,
 			`{"id":"J","stage_in":[{"from":"http://h/a","to":"a","attempts":3},{"from":"s/","to":"d","directory":true}],` +
 				`"stage_out":[{"from":"o","to":"file:///x","when":"success"}],"max_transfer_attempts":2}`,
 			`{"id":"J","original":{"format":"jrdl"},"requirements":{"lrms_default":"any"},"requirements":{"queue":"q"}}`},
@@ -90,6 +96,8 @@ func TestFastPayloadMatchesJSON(t *testing.T) {
 			`{"work_dir":"\u0000\u001f"}`, `{"host":"a\/b\'"}`, `{"host":"a\x"}`, `{"Scripts":{}}`, `{"scripts":[]}`,
 			`{"original":{"bytes":"!!"}}`, `{"original":{"bytes":"aGk"}}`, `{"original":{"bytes":"aG\nk="}}`, `{"original":{"bytes":null}}`,
 			`{"arguments":null}`, `{"arguments":[1]}`, `{"arguments":["a",]}`, `{"arguments":["a"],"arguments":[]}`,
+			`{"dds":{"requirements":[]}}`, `{"dds":{"triggers":[{}]}}`, `{"dds":{"properties":[{"name":"p","x":1}]}}`,
+			`{"dds":{"assets":[null]}}`, `{"dds":{"vars":{"a":1}}}`, `{"dds":{"task_index":"1"}}`, `{"dds":{"exe":"a"},"dds":{"task_id":"b"}}`,
 			`{"stage_in":[{"from":"a","to":"b","x":1}]}`, `{"stage_in":[{"from":"a"}],"stage_in":[]}`, `{"stage_out":[{"when":null}]}`,
 			`{"environment":[{"name":"A","extra":1}]}`, `{"environment":[{"Name":"A"}]}`, `{"environment":[null]}`,
 			`{"requirements":{"hosts":["h"]}}`, `{"requirements":{"lrms":"Slurm"}}`, `{"requirements":{"fork":false}}`,
