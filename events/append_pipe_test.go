@@ -27,6 +27,20 @@ func pipeAndJetStream(t *testing.T) (pipe, viaJS *events.Store, stream jetstream
 	return pipe, events.NewStore(b.Conn, b.JS, "test/store", events.WithJetStreamPublish()), stream
 }
 
+// storedEvents is how many messages the JOBS stream holds.
+func storedEvents(t *testing.T, b *bus.Bus) uint64 {
+	t.Helper()
+	stream, err := b.JS.Stream(context.Background(), events.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := stream.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Msgs
+}
+
 // CreateAll through the store's own pipe and through jetstream's PublishMsgAsync store
 // the same message for an event: the same subject, body and headers (the message ID
 // that de-duplicates a retry, the condition on the job's last sequence).
@@ -92,16 +106,8 @@ func TestCreateAllSettlesLostAcknowledgements(t *testing.T) {
 			t.Fatalf("job %d: %v at %d", i, err, seqs[i])
 		}
 	}
-	stream, err := b.JS.Stream(ctx, events.Stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := stream.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.State.Msgs != uint64(len(evs)) {
-		t.Fatalf("%d messages stored for %d jobs", info.State.Msgs, len(evs))
+	if n := storedEvents(t, b); n != uint64(len(evs)) {
+		t.Fatalf("%d messages stored for %d jobs", n, len(evs))
 	}
 	for _, i := range []int{0, 1, 4, 511, 512, 513, 699} {
 		h, err := st.Load(ctx, evs[i].JobID)
@@ -281,17 +287,9 @@ func TestPipeFaultsLoseNoAppend(t *testing.T) {
 	if drops.Load() == 0 || lost.Load() == 0 {
 		t.Fatalf("faults injected: %d dropped, %d answers lost", drops.Load(), lost.Load())
 	}
-	stream, err := b.JS.Stream(ctx, events.Stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := stream.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.State.Msgs != uint64(len(evs)+6) {
+	if n := storedEvents(t, b); n != uint64(len(evs)+6) {
 		t.Fatalf("%d messages stored for %d appends (%d sends, %d dropped, %d answers lost)",
-			info.State.Msgs, len(evs)+6, sends.Load(), drops.Load(), lost.Load())
+			n, len(evs)+6, sends.Load(), drops.Load(), lost.Load())
 	}
 	for i := range evs {
 		want := 1
