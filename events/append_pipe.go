@@ -117,6 +117,9 @@ func (w *pipeWindow) send(nc *nats.Conn, msg *nats.Msg, i int) {
 		return
 	}
 	if err := nc.PublishMsg(msg); err != nil {
+		w.mu.Lock()
+		w.acks[i].lost = false // a publish that failed here was never on its way
+		w.mu.Unlock()
 		w.answer(i, 0, err)
 	}
 }
