@@ -13,12 +13,15 @@ import (
 // reflection was the largest part of folding one: a replay folds every event of the log.
 // fastPayload reads the payloads of the events a job's life is made of when they are
 // written plainly: an object whose keys are field names spelt exactly, whose values are
-// strings without escapes, integers without fraction or exponent, and booleans. It writes
-// the fields it reads into v, as json.Unmarshal does; anything else it gives up on (a key
-// with an escape or in another case, a null, a value of another type, a nested value it
-// does not read), and Payload decodes the payload with encoding/json, which then writes
-// every field the payload has over what fastPayload wrote. FuzzFastPayload holds the two
-// to the same result and the same refusals.
+// strings without escapes, integers without fraction or exponent, and booleans. The two
+// large payloads, a job and its incarnation, are read further: their strings with
+// escapes (readText), their lists, maps and nested objects, a job's original bytes in
+// base64. It writes the fields it reads into v, as json.Unmarshal does; anything else it
+// gives up on (a key with an escape or in another case, a null where a value is read, a
+// value of another type, a nested value it does not read), and Payload decodes the
+// payload with encoding/json, which then writes every field the payload has over what
+// fastPayload wrote. FuzzFastPayload holds the two to the same result and the same
+// refusals.
 
 // fastPayload decodes data into v when v is a payload it knows and data is plain; false
 // otherwise (v may then hold some of data's fields).
