@@ -62,7 +62,7 @@ func (f *ForkTarget) Control(ctx context.Context, st events.State, script string
 			return target.Output{}, fmt.Errorf("installing static scripts for job %s: %w", st.JobID, err)
 		}
 	}
-	return runControl(ctx, target.Local{}, st, script)
+	return runControl(ctx, target.Local{}, st, script, true)
 }
 
 // installLocal writes the static scripts this host lacks (target.InstallScript).

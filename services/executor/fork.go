@@ -86,8 +86,11 @@ func (f *ForkTarget) Start(ctx context.Context, st events.State) (events.Started
 		_ = os.Remove(filepath.Join(wd, events.StartMarker))
 		return events.StartedData{}, fmt.Errorf("spawning job %s: %w", st.JobID, err)
 	}
+	// The PID is read before the reaper starts: once the job has ended, the reaper's
+	// Release sets cmd.Process.Pid to -1, and a job as quick as /bin/true can end at once.
+	pid := strconv.Itoa(cmd.Process.Pid)
 	go f.reap(cmd, pidfd, st.JobID)
-	return f.started(strconv.Itoa(cmd.Process.Pid), false), nil
+	return f.started(pid, false), nil
 }
 
 // command is /bin/sh in a new session, in the working directory, recording its PID

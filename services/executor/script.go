@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/pkg/recache"
@@ -218,11 +219,14 @@ func (s *ScriptTarget) batcher(sh Shell) *startBatcher {
 // Control implements Controller: the profile's script for the action, with the job's
 // native ID, on the host that started it.
 func (s *ScriptTarget) Control(ctx context.Context, st events.State, script string) (target.Output, error) {
-	return runControl(ctx, s.shellAt(st.Host, st), st, script)
+	return runControl(ctx, s.shellAt(st.Host, st), st, script, !s.Batch)
 }
 
-// runControl runs one of the job's control scripts (ABORT, HOLD, RESUME) on sh.
-func runControl(ctx context.Context, sh Shell, st events.State, script string) (target.Output, error) {
+// runControl runs one of the job's control scripts (ABORT, HOLD, RESUME) on sh. pids
+// says the target's native IDs are process IDs (the fork LRMS, here or over ssh). A
+// native ID the script must not be given (checkNativeID) is refused, as a script that
+// failed: the request is recorded as action_failed, with why.
+func runControl(ctx context.Context, sh Shell, st events.State, script string, pids bool) (target.Output, error) {
 	if st.Incarnation == nil {
 		return target.Output{}, fmt.Errorf("job %s has no incarnation", st.JobID)
 	}
@@ -230,8 +234,31 @@ func runControl(ctx context.Context, sh Shell, st events.State, script string) (
 	if !ok || body.Body == "" {
 		return target.Output{ExitCode: -1, Stderr: []byte("the profile has no " + script + " script")}, nil
 	}
+	if err := checkNativeID(st.NativeID, pids); err != nil {
+		return target.Output{ExitCode: -1, Stderr: []byte("not running " + script + ": " + err.Error())}, nil
+	}
 	vars := map[string]string{events.VarJobID: st.JobID, events.VarWorkDir: st.Incarnation.WorkDir, events.VarNativeID: st.NativeID}
 	return sh.Run(ctx, target.WithVars(vars, body.Body))
+}
+
+// checkNativeID refuses a native ID that a control script must not be handed: one that
+// begins with '-' or holds a space or a control character (a template passes it as a
+// word: it would be read as an option, or as more than one ID), and, where native IDs
+// are process IDs, anything but a decimal PID above 1. The fork profile's ABORT, HOLD and
+// RESUME signal the process group -ID: an ID of 1 (or -1, or 0) would signal every
+// process the gateway's user may signal, or the gateway's own group. A recorded native
+// ID comes from the log, where another system may have written it (an external started
+// event).
+func checkNativeID(id string, pids bool) error {
+	if id == "" || id[0] == '-' || strings.IndexFunc(id, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+		return fmt.Errorf("native ID %q is not one a script may be given", id)
+	}
+	if pids {
+		if n, err := strconv.Atoi(id); err != nil || n < 2 || strconv.Itoa(n) != id {
+			return fmt.Errorf("native ID %q is not a process ID above 1", id)
+		}
+	}
+	return nil
 }
 
 // shellFor picks the job's host: the one its incarnation chose (host requirements,
