@@ -5,7 +5,7 @@ BIN := bin/gridwire
 DATA ?= .gridwire-data
 TESTFLAGS ?= -count=1 -timeout 20m
 
-.PHONY: all build test lint run bench e2e tidy clean
+.PHONY: all build test race lint run bench e2e tidy clean
 
 all: lint build test
 
@@ -15,6 +15,11 @@ build:
 
 test: lint
 	@for m in $(MODULES); do echo "== $$m"; (cd $$m && $(GO) test $(TESTFLAGS) ./...) || exit 1; done
+
+# Every module's tests again under the race detector (CI runs it after make test): it
+# has caught what no test asserted, a fork job's PID read after its reaper released it.
+race:
+	@for m in $(MODULES); do echo "== race $$m"; (cd $$m && $(GO) test -race $(TESTFLAGS) ./...) || exit 1; done
 
 lint:
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -87,8 +87,11 @@ const rootExample = `  gridwire serve &                          # everything in
   gridwire logs --follow 01JD3Z...          # the job's output, live
   gridwire cancel 01JD3Z... --reason "wrong input"`
 
+// Verbs are listed in the order of commands(), most used first. Set once: it is
+// cobra's global, and tests build many roots at once.
+func init() { cobra.EnableCommandSorting = false }
+
 func newRoot(e *env) *cobra.Command {
-	cobra.EnableCommandSorting = false // verbs in the order of commands(), most used first
 	root := &cobra.Command{
 		Use:                        "gridwire",
 		Short:                      "an event-sourced job gateway on NATS JetStream",

@@ -474,10 +474,12 @@ func (s *system) startWatcher(ctx context.Context, g *errgroup.Group, c conn, lo
 	if err != nil {
 		return err
 	}
+	// The registry is made here, not in the goroutine: the read side, started next, must
+	// serve the same one (two made at once would each hold half the metrics).
+	deps := watcher.Deps{JS: c.js, Conn: c.nc, Store: c.store, Logger: log, Now: time.Now, Probers: probers, Metrics: s.registry()}
 	g.Go(func() error {
 		defer closeProbers()
-		return watcher.Run(ctx, watcher.Config{Clusters: clusters},
-			watcher.Deps{JS: c.js, Conn: c.nc, Store: c.store, Logger: log, Now: time.Now, Probers: probers, Metrics: s.registry()})
+		return watcher.Run(ctx, watcher.Config{Clusters: clusters}, deps)
 	})
 	return nil
 }
