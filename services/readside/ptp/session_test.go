@@ -49,9 +49,11 @@ func driveSession(t *testing.T, h *harness, c *ptptest.Client) {
 	echo := h.lastJob()
 	h.run(echo)
 	h.finish(echo, 0)
+	// Each wait takes in the process's change too, which follows the job's: the next
+	// command must not overtake it in the transcript.
 	must(t, c.Wait(wait, "echo completed", func(c *ptptest.Client) bool {
 		j, ok := c.Jobs[c.BySubID["sub-1"]]
-		return ok && j.Attrs["jobState"] == StateCompleted
+		return ok && j.Attrs["jobState"] == StateCompleted && j.Proc["processStatus"] == "SUCCEEDED"
 	}))
 	j, _ := c.Job("sub-1")
 	if j.Attrs["jobExitCode"] != "0" || j.Attrs["jobStatus"] != "SUCCEEDED" || j.Proc["processExitCode"] != "0" || j.Proc["processState"] != StateCompleted {
@@ -67,7 +69,7 @@ func driveSession(t *testing.T, h *harness, c *ptptest.Client) {
 	h.run(sleep)
 	must(t, c.Wait(wait, "sleep running", func(c *ptptest.Client) bool {
 		j, ok := c.Jobs[c.BySubID["sub-2"]]
-		return ok && j.Attrs["jobState"] == StateRunning
+		return ok && j.Attrs["jobState"] == StateRunning && j.Proc["processStatus"] == "RUNNING"
 	}))
 	j, _ = c.Job("sub-2")
 	_, err = c.Must(wait, ptpwire.CmdTerminateJob, "jobId="+j.ID)
@@ -77,7 +79,8 @@ func driveSession(t *testing.T, h *harness, c *ptptest.Client) {
 	}
 	h.step(sleep, events.Cancelled, events.EndData{Reason: "cancelled on request"})
 	must(t, c.Wait(wait, "sleep cancelled", func(c *ptptest.Client) bool {
-		return c.Jobs[j.ID].Attrs["jobStatus"] == "CANCELLED" && c.Jobs[j.ID].Attrs["jobState"] == StateCompleted
+		return c.Jobs[j.ID].Attrs["jobStatus"] == "CANCELLED" && c.Jobs[j.ID].Attrs["jobState"] == StateCompleted &&
+			c.Jobs[j.ID].Proc["processStatus"] == "CANCELLED"
 	}))
 	_, err = c.Must(wait, ptpwire.CmdStopEvents)
 	must(t, err)
