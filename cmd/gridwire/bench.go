@@ -161,8 +161,10 @@ type benchResult struct {
 	ChildCPUPerJob     float64 `json:"children_cpu_per_job_us,omitempty"`
 	LatencyP50Millis   float64 `json:"latency_p50_ms,omitempty"`
 	LatencyP99Millis   float64 `json:"latency_p99_ms,omitempty"`
-	// LatencyHops is the idle latency job's path, event by event: the median time from
-	// the previous event (the first: from the submit call) until each was seen stored.
+	// LatencyHops is the idle latency job's path, event by event in the log's order: the
+	// median time from the previous event (the first: from the submit call) until each
+	// was seen stored. The bus can show an event just before the one it follows (they
+	// come from different connections); such a hop counts as 0.
 	LatencyHops      []latencyHop `json:"latency_hops,omitempty"`
 	RawJobP50Millis  float64      `json:"raw_job_p50_ms,omitempty"`
 	RawJobP99Millis  float64      `json:"raw_job_p99_ms,omitempty"`
@@ -713,6 +715,7 @@ func benchPipeline(ctx context.Context, e *env, dir string, o *benchOpts, r *ben
 	// Latency: one job at a time on an otherwise idle system.
 	lat := make([]time.Duration, 0, o.latJobs)
 	ends.keepPaths()
+	st := events.NewStore(sys.bus.Conn, sys.bus.JS, "bench")
 	hops := map[events.Name][]time.Duration{}
 	var order []events.Name
 	for range o.latJobs {
@@ -725,15 +728,27 @@ func benchPipeline(ctx context.Context, e *env, dir string, o *benchOpts, r *ben
 			return sys.why(err)
 		}
 		lat = append(lat, time.Since(t0))
+		// The hops follow the log's order. The bus may show an event before the one that
+		// caused it (they come from different connections), so the job's stored history
+		// says the order, and each of its events is awaited on the bus.
+		h, err := st.Load(run, acc.Jobs[0])
+		if err != nil {
+			return sys.why(err)
+		}
+		seen, err := ends.waitPath(run, acc.Jobs[0], h.Events, 10*time.Second)
+		if err != nil {
+			return sys.why(err)
+		}
 		prev := t0
-		for i, s := range ends.path(acc.Jobs[0]) {
+		for i, e := range h.Events {
 			if len(order) <= i {
-				order = append(order, s.name)
+				order = append(order, e.Name)
 			}
-			if order[i] == s.name {
-				hops[s.name] = append(hops[s.name], s.at.Sub(prev))
+			at := seen[i]
+			if order[i] == e.Name {
+				hops[e.Name] = append(hops[e.Name], max(at.Sub(prev), 0)) // seen out of order: 0
 			}
-			prev = s.at
+			prev = at
 		}
 	}
 	r.LatencyP50Millis, r.LatencyP99Millis = quantiles(lat)
@@ -799,13 +814,34 @@ func (w *endWatch) keepPaths() {
 	w.mu.Unlock()
 }
 
-// path is the events of job id seen so far, in the order seen, and forgets them.
-func (w *endWatch) path(id string) []sighting {
+// waitPath waits until each of a job's stored events has been seen on the bus, and
+// returns when each was first seen (the i-th: history[i]'s), forgetting the job's
+// sightings.
+func (w *endWatch) waitPath(ctx context.Context, id string, history []events.Event, limit time.Duration) ([]time.Time, error) {
+	var at []time.Time
+	match := func() bool {
+		at = at[:0]
+		used := make([]bool, len(w.paths[id]))
+	next:
+		for _, e := range history {
+			for k, s := range w.paths[id] {
+				if !used[k] && s.name == e.Name {
+					used[k] = true
+					at = append(at, s.at)
+					continue next
+				}
+			}
+			return false
+		}
+		return true
+	}
+	if err := w.waitUntil(ctx, limit, "not every stored event was seen on the bus", match); err != nil {
+		return nil, fmt.Errorf("job %s: %w", id, err)
+	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	p := w.paths[id]
 	delete(w.paths, id)
-	return p
+	w.mu.Unlock()
+	return at, nil
 }
 
 // phase is when events of one name were seen.
@@ -833,11 +869,15 @@ func (w *endWatch) observe(m *nats.Msg) {
 		w.seen[name] = p
 	}
 	p.last, p.n = now, p.n+1
-	if w.paths != nil {
+	keeping := w.paths != nil
+	if keeping {
 		w.paths[id] = append(w.paths[id], sighting{name, now})
 	}
 	if !name.Terminal() {
 		w.mu.Unlock()
+		if keeping { // waitPath waits for every event
+			w.cond.Broadcast()
+		}
 		return
 	}
 	if _, seen := w.ended[id]; !seen {
@@ -870,7 +910,8 @@ func (w *endWatch) failures() int {
 	return w.failed
 }
 
-func (w *endWatch) waitUntil(ctx context.Context, limit time.Duration, done func() bool) error {
+// waitUntil waits for done, under w.mu; past the limit it says what did not happen.
+func (w *endWatch) waitUntil(ctx context.Context, limit time.Duration, what string, done func() bool) error {
 	stop := context.AfterFunc(ctx, w.cond.Broadcast)
 	defer stop()
 	timer := time.AfterFunc(limit, w.cond.Broadcast)
@@ -883,7 +924,7 @@ func (w *endWatch) waitUntil(ctx context.Context, limit time.Duration, done func
 			return ctx.Err()
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("bench: jobs did not end within %v", limit)
+			return fmt.Errorf("bench: %s within %v", what, limit)
 		}
 		w.cond.Wait()
 	}
@@ -891,11 +932,11 @@ func (w *endWatch) waitUntil(ctx context.Context, limit time.Duration, done func
 }
 
 func (w *endWatch) waitCount(ctx context.Context, n int, limit time.Duration) error {
-	return w.waitUntil(ctx, limit, func() bool { return len(w.ended) >= n })
+	return w.waitUntil(ctx, limit, "jobs did not end", func() bool { return len(w.ended) >= n })
 }
 
 func (w *endWatch) waitJob(ctx context.Context, id string, limit time.Duration) error {
-	return w.waitUntil(ctx, limit, func() bool { _, ok := w.ended[id]; return ok })
+	return w.waitUntil(ctx, limit, "the job did not end", func() bool { _, ok := w.ended[id]; return ok })
 }
 
 // cpuTimes returns user+system CPU of this process and of its reaped children.
