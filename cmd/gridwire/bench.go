@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -171,31 +173,35 @@ type benchResult struct {
 	SubmitPerSec     float64      `json:"durable_submit_per_sec,omitempty"`
 	BulkSubmitPerSec float64      `json:"bulk_submit_per_sec,omitempty"`
 	RawAppendPerSec  float64      `json:"raw_append_per_sec,omitempty"`
-	ReplayPerSec     float64      `json:"replay_events_per_sec,omitempty"`
-	RawConsumePerSec float64      `json:"raw_consume_events_per_sec,omitempty"`
-	ReplayEvents     uint64       `json:"replay_events,omitempty"`
-	Reads            reads        `json:"reads"`
-	Ops              opsPerJob    `json:"jetstream_per_job"`
-	RSSMiB           float64      `json:"rss_mib,omitempty"`
-	HeapMiB          float64      `json:"heap_mib,omitempty"`
-	LogJobs          int          `json:"log_jobs"`
-	LogEvents        uint64       `json:"log_events"`
-	FillSeconds      float64      `json:"fill_seconds,omitempty"`
-	CatchUpSeconds   float64      `json:"catch_up_seconds,omitempty"`
-	StartSeconds     float64      `json:"start_seconds,omitempty"` // a process on the log: NATS recovering the store
-	Jobs             int          `json:"jobs"`
-	SubmitJobs       int          `json:"submit_jobs"`
-	LatencyJobs      int          `json:"latency_jobs"`
-	Scale            *scaleRow    `json:"scale,omitempty"`
-	Slurm            *slurmRow    `json:"slurm,omitempty"`
-	SSH              *sshRow      `json:"ssh,omitempty"`
-	Skipped          []string     `json:"skipped,omitempty"`
+	// BareAppendPerSec: the same appends published bare (bareAppends), what the server
+	// itself stores on this machine.
+	BareAppendPerSec float64   `json:"bare_append_per_sec,omitempty"`
+	ReplayPerSec     float64   `json:"replay_events_per_sec,omitempty"`
+	RawConsumePerSec float64   `json:"raw_consume_events_per_sec,omitempty"`
+	ReplayEvents     uint64    `json:"replay_events,omitempty"`
+	Reads            reads     `json:"reads"`
+	Ops              opsPerJob `json:"jetstream_per_job"`
+	RSSMiB           float64   `json:"rss_mib,omitempty"`
+	HeapMiB          float64   `json:"heap_mib,omitempty"`
+	LogJobs          int       `json:"log_jobs"`
+	LogEvents        uint64    `json:"log_events"`
+	FillSeconds      float64   `json:"fill_seconds,omitempty"`
+	CatchUpSeconds   float64   `json:"catch_up_seconds,omitempty"`
+	StartSeconds     float64   `json:"start_seconds,omitempty"` // a process on the log: NATS recovering the store
+	Jobs             int       `json:"jobs"`
+	SubmitJobs       int       `json:"submit_jobs"`
+	LatencyJobs      int       `json:"latency_jobs"`
+	Scale            *scaleRow `json:"scale,omitempty"`
+	Slurm            *slurmRow `json:"slurm,omitempty"`
+	SSH              *sshRow   `json:"ssh,omitempty"`
+	Skipped          []string  `json:"skipped,omitempty"`
 
 	// CPU of the process (ingest, the store's client, the embedded server) per job of
 	// each durable submit run: comparable across runs where the rates are the load's.
-	SubmitCPUMicros    float64 `json:"durable_submit_cpu_per_job_us,omitempty"`
-	BulkCPUMicros      float64 `json:"bulk_submit_cpu_per_job_us,omitempty"`
-	RawAppendCPUMicros float64 `json:"raw_append_cpu_per_job_us,omitempty"`
+	SubmitCPUMicros     float64 `json:"durable_submit_cpu_per_job_us,omitempty"`
+	BulkCPUMicros       float64 `json:"bulk_submit_cpu_per_job_us,omitempty"`
+	RawAppendCPUMicros  float64 `json:"raw_append_cpu_per_job_us,omitempty"`
+	BareAppendCPUMicros float64 `json:"bare_append_cpu_per_job_us,omitempty"`
 }
 
 // reads are latencies of job reads through the HTTP API, and of the yardstick: one
@@ -244,8 +250,9 @@ func (r benchResult) print(e *env) {
 			fmt.Sprintf("raw conditional appends %.0f/s", r.RawAppendPerSec), "")
 		row(fmt.Sprintf("durable submit, bulk (%d)", r.SubmitJobs), fmt.Sprintf("%.0f /s", r.BulkSubmitPerSec),
 			fmt.Sprintf("raw conditional appends %.0f/s", r.RawAppendPerSec), ">= 50,000/s "+met(r.BulkSubmitPerSec >= 50000))
-		fmt.Fprintf(w, "  CPU per submitted job (the process: ingest, the store's client, the embedded server): one a request %.1f us, bulk %.1f us; raw conditional appends %.1f us\n",
-			r.SubmitCPUMicros, r.BulkCPUMicros, r.RawAppendCPUMicros)
+		fmt.Fprintf(w, "  the same appends published bare, without the jetstream client (the server's own rate here): %.0f/s\n", r.BareAppendPerSec)
+		fmt.Fprintf(w, "  CPU per submitted job (the process: ingest, the store's client, the embedded server): one a request %.1f us, bulk %.1f us; raw conditional appends %.1f us, bare %.1f us\n",
+			r.SubmitCPUMicros, r.BulkCPUMicros, r.RawAppendCPUMicros, r.BareAppendCPUMicros)
 	}
 	if r.ReplayPerSec > 0 {
 		row(fmt.Sprintf("replay, %d events", r.ReplayEvents), fmt.Sprintf("%.0f ev/s = %.2fx raw", r.ReplayPerSec, r.ReplayPerSec/r.RawConsumePerSec),
@@ -528,7 +535,10 @@ func benchSubmit(ctx context.Context, e *env, o *benchOpts, dir string, n int, r
 	if r.BulkSubmitPerSec, r.BulkCPUMicros, err = cpuPerJob(n, func() (float64, error) { return submitBulkRate(ctx, sys.ingest, n, 1000, 4) }); err != nil {
 		return err
 	}
-	r.RawAppendPerSec, r.RawAppendCPUMicros, err = rawAppends(ctx, sys.bus.JS, n)
+	if r.RawAppendPerSec, r.RawAppendCPUMicros, err = rawAppends(ctx, sys.bus.JS, n); err != nil {
+		return err
+	}
+	r.BareAppendPerSec, r.BareAppendCPUMicros, err = bareAppends(ctx, sys.bus.Conn, n)
 	return err
 }
 
@@ -577,20 +587,12 @@ func submitBulkRate(ctx context.Context, svc *ingest.Service, n, size, conc int)
 // IDs, pipelined in windows of 512 from 4 goroutines, each acknowledged by the stream;
 // with the process's CPU per append (the encoding beforehand left out).
 func rawAppends(ctx context.Context, js jetstream.JetStream, n int) (rate, cpuMicros float64, err error) {
-	msgs := make([]*nats.Msg, n)
-	ids := make([]string, n)
-	for i := range msgs {
-		id := events.NewID()
-		e, err := events.New(id, events.Submitted, "", time.Now(), events.Job{ID: id, Executable: "/bin/true", Submitter: "bench"})
-		if err != nil {
-			return 0, 0, err
-		}
-		e.Source = "bench"
-		body, err := e.Encode()
-		if err != nil {
-			return 0, 0, err
-		}
-		msgs[i], ids[i] = &nats.Msg{Subject: events.Subject(id, events.Submitted, ""), Data: body, Header: nats.Header{}}, e.ID
+	msgs, ids, err := submittedMsgs(n)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, m := range msgs {
+		m.Header = nats.Header{}
 	}
 	var next atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
@@ -619,6 +621,90 @@ func rawAppends(ctx context.Context, js jetstream.JetStream, n int) (rate, cpuMi
 					case <-f.Ok():
 					case err := <-f.Err():
 						return err
+					case <-gctx.Done():
+						return gctx.Err()
+					}
+				}
+			}
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return 0, 0, err
+	}
+	rate = float64(n) / time.Since(start).Seconds()
+	cpu1, _ := cpuTimes()
+	return rate, float64((cpu1 - cpu0).Microseconds()) / float64(n), nil
+}
+
+// submittedMsgs are n submitted events of new jobs, encoded, each with the headers of a
+// conditional append (its message ID, no earlier event of its job), and their IDs.
+func submittedMsgs(n int) ([]*nats.Msg, []string, error) {
+	msgs := make([]*nats.Msg, n)
+	ids := make([]string, n)
+	for i := range msgs {
+		id := events.NewID()
+		e, err := events.New(id, events.Submitted, "", time.Now(), events.Job{ID: id, Executable: "/bin/true", Submitter: "bench"})
+		if err != nil {
+			return nil, nil, err
+		}
+		e.Source = "bench"
+		body, err := e.Encode()
+		if err != nil {
+			return nil, nil, err
+		}
+		msgs[i], ids[i] = &nats.Msg{Subject: events.Subject(id, events.Submitted, ""), Data: body, Header: nats.Header{
+			jetstream.MsgIDHeader: {e.ID}, jetstream.ExpectedLastSubjSeqHeader: {"0"},
+			jetstream.ExpectedLastSubjSeqSubjHeader: {events.JobFilter(id)},
+		}}, e.ID
+	}
+	return msgs, ids, nil
+}
+
+// bareAppends is the server's own rate for the same appends as rawAppends: the same
+// messages and headers, published bare on the connection with a reply subject each and
+// their acknowledgements counted off one subscription per goroutine, as the store's own
+// pipe does, without the jetstream client's futures. It says what the server on this
+// machine can store, which the jetstream client's rate does not.
+func bareAppends(ctx context.Context, nc *nats.Conn, n int) (rate, cpuMicros float64, err error) {
+	msgs, _, err := submittedMsgs(n)
+	if err != nil {
+		return 0, 0, err
+	}
+	var next atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	cpu0, _ := cpuTimes()
+	start := time.Now()
+	for range 4 {
+		g.Go(func() error {
+			inbox := nc.NewInbox()
+			acks := make(chan *nats.Msg, 1024)
+			sub, err := nc.ChanSubscribe(inbox+".*", acks)
+			if err != nil {
+				return err
+			}
+			defer sub.Unsubscribe() // at most a window (512) of answers is ever pending
+			reply := make([]byte, 0, len(inbox)+12)
+			for {
+				end := next.Add(512)
+				from := end - 512
+				if from >= int64(n) {
+					return nil
+				}
+				sent := 0
+				for i := from; i < min(end, int64(n)); i++ {
+					reply = strconv.AppendInt(append(append(reply[:0], inbox...), '.'), i, 10)
+					msgs[i].Reply = string(reply)
+					if err := nc.PublishMsg(msgs[i]); err != nil {
+						return err
+					}
+					sent++
+				}
+				for range sent {
+					select {
+					case a := <-acks:
+						if bytes.Contains(a.Data, []byte(`"error"`)) || !bytes.Contains(a.Data, []byte(`"seq"`)) {
+							return fmt.Errorf("bench: a bare append was answered %q", a.Data)
+						}
 					case <-gctx.Done():
 						return gctx.Err()
 					}

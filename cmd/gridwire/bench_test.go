@@ -33,7 +33,7 @@ func TestBenchMeasuresEveryFigure(t *testing.T) {
 		"pipeline ratio": r.PipelineRatio, "cpu per job": r.CPUPerJobMicros, "latency": r.LatencyP50Millis,
 		"raw job latency": r.RawJobP50Millis, "submit": r.SubmitPerSec, "bulk submit": r.BulkSubmitPerSec,
 		"raw appends": r.RawAppendPerSec, "submit cpu": r.SubmitCPUMicros, "bulk submit cpu": r.BulkCPUMicros,
-		"raw appends cpu": r.RawAppendCPUMicros, "replay": r.ReplayPerSec, "raw consume": r.RawConsumePerSec,
+		"raw appends cpu": r.RawAppendCPUMicros, "bare appends": r.BareAppendPerSec, "bare appends cpu": r.BareAppendCPUMicros, "replay": r.ReplayPerSec, "raw consume": r.RawConsumePerSec,
 		"job read": r.Reads.JobP50, "events read": r.Reads.EventsP50, "direct get": r.Reads.GetP50, "store walk": r.Reads.WalkP50, "rss": r.RSSMiB,
 		"events stored per job": r.Ops.Stored, "deliveries per job": r.Ops.Delivered}
 	for name, v := range figures {
