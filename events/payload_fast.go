@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"reflect"
 	"strings"
+	"time"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -272,6 +273,66 @@ func fastJob(data []byte, j *Job) bool {
 				j.DDS = new(DDSContext)
 			}
 			return readDDS(b, i, j.DDS)
+		case "child_range":
+			return readPointer(b, i, &j.ChildRange, func(b []byte, i int, r *IDRange) (int, bool) {
+				return readNested(b, i, idRangeFields, func(k, b []byte, i int) (int, bool) {
+					switch string(k) {
+					case "first":
+						return readText(b, i, &r.First)
+					case "count":
+						return readInt(b, i, &r.Count)
+					}
+					return i, false
+				})
+			})
+		case "start_time":
+			return readPointer(b, i, &j.StartTime, readTime)
+		case "start_before":
+			return readPointer(b, i, &j.StartBefore, readTime)
+		case "duration":
+			return readInt(b, i, &j.Duration)
+		case "start_within":
+			return readPointer(b, i, &j.StartWithin, readPeriod)
+		case "walltime":
+			return readPointer(b, i, &j.Walltime, readPeriod)
+		case "coallocation":
+			return readPointer(b, i, &j.Coallocation, func(b []byte, i int, c *Coallocation) (int, bool) {
+				return readNested(b, i, coallocationFields, func(k, b []byte, i int) (int, bool) {
+					switch string(k) {
+					case "group":
+						return readInt(b, i, &c.Group)
+					case "size":
+						return readInt(b, i, &c.Size)
+					case "contact":
+						return readText(b, i, &c.Contact)
+					case "job_manager":
+						return readText(b, i, &c.JobManager)
+					case "total_count":
+						return readInt(b, i, &c.TotalCount)
+					case "on_sibling_end":
+						return readText(b, i, &c.OnSiblingEnd)
+					}
+					return i, false
+				})
+			})
+		case "application":
+			return readPointer(b, i, &j.Application, func(b []byte, i int, a *Application) (int, bool) {
+				return readNested(b, i, applicationFields, func(k, b []byte, i int) (int, bool) {
+					switch string(k) {
+					case "name":
+						return readText(b, i, &a.Name)
+					case "version":
+						return readText(b, i, &a.Version)
+					case "variation":
+						return readText(b, i, &a.Variation)
+					}
+					return i, false
+				})
+			})
+		case "fields":
+			return readTextMap(b, i, &j.Fields)
+		case "extra":
+			return readTextMap(b, i, &j.Extra)
 		}
 		return i, false
 	})
@@ -348,6 +409,40 @@ func readDDS(b []byte, i int, d *DDSContext) (int, bool) {
 			})
 		case "vars":
 			return readTextMap(b, i, &d.Vars)
+		case "requirements":
+			return readList(b, i, &d.Requirements, func(b []byte, i int) (DDSRequirement, int, bool) {
+				var r DDSRequirement
+				end, ok := readNested(b, i, ddsRequirementFields, func(k, b []byte, i int) (int, bool) {
+					switch string(k) {
+					case "name":
+						return readText(b, i, &r.Name)
+					case "type":
+						return readText(b, i, &r.Type)
+					case "value":
+						return readText(b, i, &r.Value)
+					}
+					return i, false
+				})
+				return r, end, ok
+			})
+		case "triggers":
+			return readList(b, i, &d.Triggers, func(b []byte, i int) (DDSTrigger, int, bool) {
+				var t DDSTrigger
+				end, ok := readNested(b, i, ddsTriggerFields, func(k, b []byte, i int) (int, bool) {
+					switch string(k) {
+					case "name":
+						return readText(b, i, &t.Name)
+					case "condition":
+						return readText(b, i, &t.Condition)
+					case "action":
+						return readText(b, i, &t.Action)
+					case "arg":
+						return readText(b, i, &t.Arg)
+					}
+					return i, false
+				})
+				return t, end, ok
+			})
 		}
 		return i, false
 	})
@@ -408,22 +503,159 @@ func readRequirements(b []byte, i int, r *Requirements) (int, bool) {
 		case "origins":
 			return readMap(b, i, &r.Origins, func(b []byte, i int) (Origin, int, bool) {
 				var o Origin
-				end, ok := readNested(b, i, originFields, func(k, b []byte, i int) (int, bool) {
+				end, ok := readOrigin(b, i, &o)
+				return o, end, ok
+			})
+		case "host_names":
+			return readList(b, i, &r.Hosts, readNameRequirement)
+		case "target_names":
+			return readList(b, i, &r.Targets, readNameRequirement)
+		case "lrms_rules":
+			return readList(b, i, &r.LRMS, func(b []byte, i int) (LRMSRule, int, bool) {
+				var l LRMSRule
+				end, ok := readNested(b, i, lrmsRuleFields, func(k, b []byte, i int) (int, bool) {
 					switch string(k) {
-					case "field":
-						return readText(b, i, &o.Field)
-					case "line":
-						return readInt(b, i, &o.Line)
-					case "col":
-						return readInt(b, i, &o.Col)
+					case "is":
+						return readText(b, i, &l.Is)
+					case "is_not":
+						return readText(b, i, &l.IsNot)
+					case "from":
+						return readOrigin(b, i, &l.From)
 					}
 					return i, false
 				})
-				return o, end, ok
+				return l, end, ok
+			})
+		case "software":
+			return readList(b, i, &r.Software, func(b []byte, i int) (SoftwareConstraint, int, bool) {
+				var c SoftwareConstraint
+				end, ok := readNested(b, i, softwareFields, func(k, b []byte, i int) (int, bool) {
+					switch string(k) {
+					case "name":
+						return readText(b, i, &c.Name)
+					case "op":
+						return readText(b, i, &c.Op)
+					case "version":
+						return readText(b, i, &c.Version)
+					case "from":
+						return readOrigin(b, i, &c.From)
+					}
+					return i, false
+				})
+				return c, end, ok
+			})
+		case "placement":
+			return readPointer(b, i, &r.Placement, func(b []byte, i int, p *HostPlacement) (int, bool) {
+				return readNested(b, i, placementFields, func(k, b []byte, i int) (int, bool) {
+					switch string(k) {
+					case "together":
+						return readText(b, i, &p.Together)
+					case "spread":
+						return readText(b, i, &p.Spread)
+					case "index":
+						return readInt(b, i, &p.Index)
+					case "max_per_host":
+						return readInt(b, i, &p.MaxPerHost)
+					case "from":
+						return readOrigin(b, i, &p.From)
+					}
+					return i, false
+				})
+			})
+		case "unsupported":
+			return readList(b, i, &r.Unsupported, func(b []byte, i int) (UnsupportedRequirement, int, bool) {
+				var u UnsupportedRequirement
+				end, ok := readNested(b, i, unsupportedFields, func(k, b []byte, i int) (int, bool) {
+					switch string(k) {
+					case "what":
+						return readText(b, i, &u.What)
+					case "from":
+						return readOrigin(b, i, &u.From)
+					}
+					return i, false
+				})
+				return u, end, ok
 			})
 		}
 		return i, false
 	})
+}
+
+// readOrigin reads where a requirement was written into *o (a nested object, as
+// encoding/json fills a struct field: over what *o holds).
+func readOrigin(b []byte, i int, o *Origin) (int, bool) {
+	return readNested(b, i, originFields, func(k, b []byte, i int) (int, bool) {
+		switch string(k) {
+		case "field":
+			return readText(b, i, &o.Field)
+		case "line":
+			return readInt(b, i, &o.Line)
+		case "col":
+			return readInt(b, i, &o.Col)
+		}
+		return i, false
+	})
+}
+
+// readNameRequirement reads one host or target name requirement: its patterns and
+// where it was written.
+func readNameRequirement(b []byte, i int) (NameRequirement, int, bool) {
+	var n NameRequirement
+	end, ok := readNested(b, i, nameRequirementFields, func(k, b []byte, i int) (int, bool) {
+		switch string(k) {
+		case "any_of":
+			return readList(b, i, &n.AnyOf, func(b []byte, i int) (NamePattern, int, bool) {
+				var p NamePattern
+				end, ok := readNested(b, i, namePatternFields, func(k, b []byte, i int) (int, bool) {
+					switch string(k) {
+					case "pattern":
+						return readText(b, i, &p.Pattern)
+					case "syntax":
+						return readText(b, i, (*string)(&p.Syntax))
+					}
+					return i, false
+				})
+				return p, end, ok
+			})
+		case "from":
+			return readOrigin(b, i, &n.From)
+		}
+		return i, false
+	})
+	return n, end, ok
+}
+
+// readPointer reads the object or string at b[i] through a pointer field, as
+// encoding/json does: into what *dst points to, made when nil. A null is given up on.
+func readPointer[T any](b []byte, i int, dst **T, read func(b []byte, i int, v *T) (int, bool)) (int, bool) {
+	if i >= len(b) || b[i] == 'n' {
+		return i, false
+	}
+	if *dst == nil {
+		*dst = new(T)
+	}
+	return read(b, i, *dst)
+}
+
+// readTime reads a time as encoding/json does, by time.Time's UnmarshalJSON on the raw
+// string (which it does not unescape).
+func readTime(b []byte, i int, t *time.Time) (int, bool) {
+	end, ok := JSONStringEnd(b, i)
+	if !ok || t.UnmarshalJSON(b[i:end]) != nil {
+		return i, false
+	}
+	return end, true
+}
+
+// readPeriod reads an xs:duration as encoding/json does a TextUnmarshaler: the string,
+// unescaped, to UnmarshalText.
+func readPeriod(b []byte, i int, p *Period) (int, bool) {
+	var s string
+	end, ok := readText(b, i, &s)
+	if !ok || p.UnmarshalText([]byte(s)) != nil {
+		return i, false
+	}
+	return end, true
 }
 
 // readTexts reads an array of strings into *dst, a fresh slice as encoding/json makes
@@ -437,9 +669,11 @@ func readTexts(b []byte, i int, dst *[]string) (int, bool) {
 }
 
 // readList reads the array at b[i] into a fresh *dst, each element by read; a null is
-// given up on.
+// given up on, and so is a slice that already has elements (or room for them).
 func readList[V any](b []byte, i int, dst *[]V, read func(b []byte, i int) (V, int, bool)) (int, bool) {
-	if i >= len(b) || b[i] != '[' {
+	if i >= len(b) || b[i] != '[' || cap(*dst) > 0 {
+		// encoding/json decodes a list into the elements the slice already has (a
+		// repeated key, a value decoded over), merging an object into the one there.
 		return i, false
 	}
 	out := []V{}
@@ -692,6 +926,18 @@ var (
 	ddsFields         = jsonNames(DDSContext{})
 	ddsPropertyFields = jsonNames(DDSProperty{})
 	ddsAssetFields    = jsonNames(DDSAsset{})
+
+	ddsRequirementFields  = jsonNames(DDSRequirement{})
+	ddsTriggerFields      = jsonNames(DDSTrigger{})
+	idRangeFields         = jsonNames(IDRange{})
+	coallocationFields    = jsonNames(Coallocation{})
+	applicationFields     = jsonNames(Application{})
+	lrmsRuleFields        = jsonNames(LRMSRule{})
+	softwareFields        = jsonNames(SoftwareConstraint{})
+	placementFields       = jsonNames(HostPlacement{})
+	unsupportedFields     = jsonNames(UnsupportedRequirement{})
+	nameRequirementFields = jsonNames(NameRequirement{})
+	namePatternFields     = jsonNames(NamePattern{})
 )
 
 // jsonNames lists the JSON names of a struct's exported fields (its tag's name, else the

@@ -71,7 +71,19 @@ func TestFastPayloadMatchesJSON(t *testing.T) {
 				`"vars":{"n":"1"}}}`,
 			`{"id":"J","stage_in":[{"from":"http://h/a","to":"a","attempts":3},{"from":"s/","to":"d","directory":true}],` +
 				`"stage_out":[{"from":"o","to":"file:///x","when":"success"}],"max_transfer_attempts":2}`,
-			`{"id":"J","original":{"format":"jrdl"},"requirements":{"lrms_default":"any"},"requirements":{"queue":"q"}}`},
+			`{"id":"J","original":{"format":"jrdl"},"requirements":{"lrms_default":"any"},"requirements":{"queue":"q"}}`,
+			`{"id":"J","kind":"group","child_range":{"first":"01M8JD6N7S9A7Y8NTZ56ZRP6HK","count":1000},` +
+				`"start_time":"2026-11-29T04:00:00Z","start_before":"2026-11-29T05:00:00.5+01:00","duration":7200000000000,` +
+				`"start_within":"PT1H","walltime":"P1DT2H3M4.5S","coallocation":{"group":1,"size":3,"contact":"c",` +
+				`"job_manager":"pbs","total_count":12,"on_sibling_end":"continue"},"application":{"name":"gauss","version":"16",` +
+				`"variation":"a"},"fields":{"F":"v"},"extra":{"x":"y\n"}}`,
+			`{"id":"J","requirements":{"host_names":[{"any_of":[{"pattern":"n*"},{"pattern":"^a$","syntax":"regexp"}],` +
+				`"from":{"field":"hostname","line":4}}],"target_names":[{"any_of":[]}],"lrms_rules":[{"is":"Slurm",` +
+				`"from":{"field":"lrms"}},{"is_not":"Fork"}],"software":[{"name":"gcc","op":">=","version":"12",` +
+				`"from":{"field":"sw","col":2}}],"placement":{"together":"k","spread":"s","index":2,"max_per_host":1,` +
+				`"from":{"field":"p"}},"unsupported":[{"what":"w","from":{"field":"u"}}]}}`,
+			`{"id":"J","dds":{"task_index":0,"collection_index":0,"requirements":[{"name":"r","type":"hostname","value":"h*"},` +
+				`{"type":"wnname","value":"w"}],"triggers":[{"name":"t","condition":"TaskCrashed","action":"RestartTask","arg":"3"}]}}`},
 	}
 	for k, fresh := range fastTypes {
 		for _, data := range plain[k] {
@@ -105,6 +117,22 @@ func TestFastPayloadMatchesJSON(t *testing.T) {
 			`{"requirements":{"origins":{"a":{"field":"f","x":1}}}}`, `{"requirements":{"origins":null}}`,
 			`{"original":{"format":"v3-yaml"},"requirements":{}}`, `{"requirements":{},"original":{"format":"v3-json"}}`,
 			`{"requirements":{"ram_size":1.5}}`, `{"requirements":null}`, `{"count":true}`, `{"mpi":"true"}`,
+			`{"child_range":null}`, `{"child_range":{"first":"a"},"child_range":{"count":2}}`, `{"child_range":{"count":"2"}}`,
+			`{"start_time":"2026-11-29T04:00:00"}`, `{"start_time":"2026-11-29 04:00:00Z"}`, `{"start_time":null}`,
+			`{"start_time":"2026-11-29T04:00:00\u005a"}`, `{"start_time":1}`, `{"start_time":"2026-11-29T24:00:00Z"}`,
+			`{"duration":1.5}`, `{"duration":"1h"}`, `{"walltime":"P1X"}`, `{"walltime":"-P1Y2M"}`, `{"walltime":5}`,
+			`{"walltime":"P\u0031D"}`, `{"start_within":null}`, `{"coallocation":{"group":1,"size":2,"x":1}}`,
+			`{"coallocation":{"group":1},"coallocation":{"size":2}}`, `{"application":{"name":"a","Name":"b"}}`,
+			`{"fields":{"a":1}}`, `{"fields":null}`, `{"extra":{"a":"b"},"extra":{"c":"d"}}`, `{"extra":{"a":null}}`,
+			`{"requirements":{"host_names":[{"any_of":null}]}}`, `{"requirements":{"host_names":[{"any_of":[{"pattern":"a","x":1}]}]}}`,
+			`{"requirements":{"lrms_rules":[{"is":"a","from":{"field":"f"},"from":{"line":2}}]}}`,
+			`{"requirements":{"lrms_rules":[{"from":null}]}}`, `{"requirements":{"placement":null}}`,
+			`{"requirements":{"placement":{"index":"1"}}}`, `{"requirements":{"attributes":[{"name":"a","at_least":1.5}]}}`,
+			`{"requirements":{"software":[{"name":"a"}],"software":[]}}`, `{"requirements":{"unsupported":[{}]}}`,
+			`{"dds":{"requirements":[{"name":"r","type":"t","value":"v","x":1}]}}`, `{"dds":{"triggers":null}}`,
+			`{"dds":{"triggers":[{"condition":"c","action":"a"}],"triggers":[{"arg":"x"}]}}`,
+			`{"environment":[{"name":"A"}],"environment":[{"value":"b"}]}`, `{"arguments":["a","b"],"arguments":["c"]}`,
+			`{"stage_in":[{"from":"a","to":"b"}],"stage_in":[{"attempts":2}]}`, `{"environment":[],"environment":[{"name":"A"}]}`,
 		} {
 			checkPayload(t, []byte(odd), fresh)
 		}
