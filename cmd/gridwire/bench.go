@@ -594,36 +594,55 @@ func rawAppends(ctx context.Context, js jetstream.JetStream, n int) (rate, cpuMi
 	for _, m := range msgs {
 		m.Header = nats.Header{}
 	}
+	return appendRate(ctx, n, func(ctx context.Context) (func(from, to int) error, func(), error) {
+		return func(from, to int) error {
+			futures := make([]jetstream.PubAckFuture, 0, to-from)
+			for i := from; i < to; i++ {
+				jobID, _ := events.JobOfSubject(msgs[i].Subject)
+				f, err := js.PublishMsgAsync(msgs[i], jetstream.WithMsgID(ids[i]),
+					jetstream.WithExpectLastSequenceForSubject(0, events.JobFilter(jobID)))
+				if err != nil {
+					return err
+				}
+				futures = append(futures, f)
+			}
+			for _, f := range futures {
+				select {
+				case <-f.Ok():
+				case err := <-f.Err():
+					return err
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			return nil
+		}, func() {}, nil
+	})
+}
+
+// appendRate makes n appends in windows of 512 from 4 goroutines, each sending its
+// windows through a sender of its own (newSender's, stopped when it is done), and
+// returns their rate and the process's CPU per append.
+func appendRate(ctx context.Context, n int, newSender func(ctx context.Context) (send func(from, to int) error, stop func(), err error)) (rate, cpuMicros float64, err error) {
 	var next atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
 	cpu0, _ := cpuTimes()
 	start := time.Now()
 	for range 4 {
 		g.Go(func() error {
+			send, stop, err := newSender(gctx)
+			if err != nil {
+				return err
+			}
+			defer stop()
 			for {
 				end := next.Add(512)
 				from := end - 512
 				if from >= int64(n) {
 					return nil
 				}
-				var futures []jetstream.PubAckFuture
-				for i := from; i < min(end, int64(n)); i++ {
-					jobID, _ := events.JobOfSubject(msgs[i].Subject)
-					f, err := js.PublishMsgAsync(msgs[i], jetstream.WithMsgID(ids[i]),
-						jetstream.WithExpectLastSequenceForSubject(0, events.JobFilter(jobID)))
-					if err != nil {
-						return err
-					}
-					futures = append(futures, f)
-				}
-				for _, f := range futures {
-					select {
-					case <-f.Ok():
-					case err := <-f.Err():
-						return err
-					case <-gctx.Done():
-						return gctx.Err()
-					}
+				if err := send(int(from), min(int(end), n)); err != nil {
+					return err
 				}
 			}
 		})
@@ -670,54 +689,35 @@ func bareAppends(ctx context.Context, nc *nats.Conn, n int) (rate, cpuMicros flo
 	if err != nil {
 		return 0, 0, err
 	}
-	var next atomic.Int64
-	g, gctx := errgroup.WithContext(ctx)
-	cpu0, _ := cpuTimes()
-	start := time.Now()
-	for range 4 {
-		g.Go(func() error {
-			inbox := nc.NewInbox()
-			acks := make(chan *nats.Msg, 1024)
-			sub, err := nc.ChanSubscribe(inbox+".*", acks)
-			if err != nil {
-				return err
-			}
-			defer sub.Unsubscribe() // at most a window (512) of answers is ever pending
-			reply := make([]byte, 0, len(inbox)+12)
-			for {
-				end := next.Add(512)
-				from := end - 512
-				if from >= int64(n) {
-					return nil
-				}
-				sent := 0
-				for i := from; i < min(end, int64(n)); i++ {
-					reply = strconv.AppendInt(append(append(reply[:0], inbox...), '.'), i, 10)
-					msgs[i].Reply = string(reply)
-					if err := nc.PublishMsg(msgs[i]); err != nil {
-						return err
-					}
-					sent++
-				}
-				for range sent {
-					select {
-					case a := <-acks:
-						if bytes.Contains(a.Data, []byte(`"error"`)) || !bytes.Contains(a.Data, []byte(`"seq"`)) {
-							return fmt.Errorf("bench: a bare append was answered %q", a.Data)
-						}
-					case <-gctx.Done():
-						return gctx.Err()
-					}
+	return appendRate(ctx, n, func(ctx context.Context) (func(from, to int) error, func(), error) {
+		inbox := nc.NewInbox()
+		acks := make(chan *nats.Msg, 1024) // at most a window (512) of answers is ever pending
+		sub, err := nc.ChanSubscribe(inbox+".*", acks)
+		if err != nil {
+			return nil, nil, err
+		}
+		reply := make([]byte, 0, len(inbox)+12)
+		return func(from, to int) error {
+			for i := from; i < to; i++ {
+				reply = strconv.AppendInt(append(append(reply[:0], inbox...), '.'), int64(i), 10)
+				msgs[i].Reply = string(reply)
+				if err := nc.PublishMsg(msgs[i]); err != nil {
+					return err
 				}
 			}
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return 0, 0, err
-	}
-	rate = float64(n) / time.Since(start).Seconds()
-	cpu1, _ := cpuTimes()
-	return rate, float64((cpu1 - cpu0).Microseconds()) / float64(n), nil
+			for range to - from {
+				select {
+				case a := <-acks:
+					if bytes.Contains(a.Data, []byte(`"error"`)) || !bytes.Contains(a.Data, []byte(`"seq"`)) {
+						return fmt.Errorf("bench: a bare append was answered %q", a.Data)
+					}
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			return nil
+		}, func() { _ = sub.Unsubscribe() }, nil
+	})
 }
 
 func submitMany(ctx context.Context, svc *ingest.Service, n, conc int) (float64, error) {
