@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/services/property"
@@ -46,16 +47,35 @@ func auditInvariantsCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			hist, err := readAll(cmd.Context(), c.store)
-			if err != nil {
+			ctx := cmd.Context()
+			var hist map[string][]events.Event
+			if err := retryTransient(ctx, e, "reading the log", auditPatience, func() (err error) {
+				hist, err = readAll(ctx, c.store)
+				return err
+			}); err != nil {
 				return err
 			}
 			rep := invariantsReport{Invariants: events.CheckInvariants(hist, expected)}
 			if live != "" {
-				if err := rep.compareProjection(cmd.Context(), sys, live); err != nil {
+				// Each comparison starts afresh when it is tried again.
+				if err := retryTransient(ctx, e, "comparing the projection", auditPatience, func() error {
+					r := rep
+					if err := r.compareProjection(ctx, sys, live); err != nil {
+						return err
+					}
+					rep = r
+					return nil
+				}); err != nil {
 					return err
 				}
-				if err := rep.compareProperties(cmd.Context(), sys); err != nil {
+				if err := retryTransient(ctx, e, "comparing the property view", auditPatience, func() error {
+					r := rep
+					if err := r.compareProperties(ctx, sys); err != nil {
+						return err
+					}
+					rep = r
+					return nil
+				}); err != nil {
 					return err
 				}
 			}
@@ -67,6 +87,34 @@ func auditInvariantsCmd(e *env) *cobra.Command {
 	cmd.Flags().StringVar(&live, "live", readside.JobsBucket, "live projection to compare with a rebuild ('' skips it)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
+}
+
+// auditPatience is how long the audit keeps asking a server that does not answer (a
+// cluster electing a leader after a node restarted, say) before it gives up.
+const auditPatience = time.Minute
+
+// retryTransient runs f, and runs it again while it fails because a server did not
+// answer (events.Transient), saying so on stderr each time, for at most patience; then
+// it gives up with the last error and how long it tried. Any other error ends it at once.
+func retryTransient(ctx context.Context, e *env, what string, patience time.Duration, f func() error) error {
+	start := time.Now()
+	wait := 250 * time.Millisecond
+	for tries := 1; ; tries++ {
+		err := f()
+		if err == nil || !events.Transient(err) {
+			return err
+		}
+		if time.Since(start)+wait > patience {
+			return fmt.Errorf("%w (the server did not answer in %d tries over %s)", err, tries, time.Since(start).Round(time.Second))
+		}
+		fmt.Fprintf(e.stderr, "audit: %s: %v; trying again in %s\n", what, err, wait)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 5*time.Second)
+	}
 }
 
 type invariantsReport struct {
