@@ -162,12 +162,9 @@ func fastPayload(data []byte, v any) bool {
 }
 
 // fastJob reads a job as Job.UnmarshalJSON reads it (strictly: a key it does not know
-// gives up) when it holds what a job usually holds: its identity and place, its
-// original description, what runs, what it stages and where its output goes, and
-// requirements of single values (an LRMS default, an OS, sizes, with their origins).
-// Lists of rules, times, a DDS task's requirements and triggers and the like are left to
-// encoding/json. A job with requirements is then upcast from the first schema, as
-// UnmarshalJSON does.
+// gives up): every field but a requirement's attributes (floats) and the first schema's
+// requirements, which are left to encoding/json. A job with requirements is then upcast
+// from the first schema, as UnmarshalJSON does.
 func fastJob(data []byte, j *Job) bool {
 	sawRequirements := false
 	ok := readObject(data, jobFields, true, func(k, b []byte, i int) (int, bool) {
@@ -214,19 +211,15 @@ func fastJob(data []byte, j *Job) bool {
 		case "arguments":
 			return readTexts(b, i, &j.Arguments)
 		case "environment":
-			return readList(b, i, &j.Environment, func(b []byte, i int) (EnvVar, int, bool) {
-				var v EnvVar
-				end, ok := readNested(b, i, envFields, func(k, b []byte, i int) (int, bool) {
-					switch string(k) {
-					case "name":
-						return readText(b, i, &v.Name)
-					case "value":
-						return readText(b, i, &v.Value)
-					}
-					return i, false
-				})
-				return v, end, ok
-			})
+			return readList(b, i, &j.Environment, objectOf(envFields, func(k, b []byte, i int, v *EnvVar) (int, bool) {
+				switch string(k) {
+				case "name":
+					return readText(b, i, &v.Name)
+				case "value":
+					return readText(b, i, &v.Value)
+				}
+				return i, false
+			}))
 		case "directory":
 			return readText(b, i, &j.Directory)
 		case "library_path":
@@ -274,17 +267,15 @@ func fastJob(data []byte, j *Job) bool {
 			}
 			return readDDS(b, i, j.DDS)
 		case "child_range":
-			return readPointer(b, i, &j.ChildRange, func(b []byte, i int, r *IDRange) (int, bool) {
-				return readNested(b, i, idRangeFields, func(k, b []byte, i int) (int, bool) {
-					switch string(k) {
-					case "first":
-						return readText(b, i, &r.First)
-					case "count":
-						return readInt(b, i, &r.Count)
-					}
-					return i, false
-				})
-			})
+			return readPointer(b, i, &j.ChildRange, objectOf(idRangeFields, func(k, b []byte, i int, r *IDRange) (int, bool) {
+				switch string(k) {
+				case "first":
+					return readText(b, i, &r.First)
+				case "count":
+					return readInt(b, i, &r.Count)
+				}
+				return i, false
+			}))
 		case "start_time":
 			return readPointer(b, i, &j.StartTime, readTime)
 		case "start_before":
@@ -296,39 +287,35 @@ func fastJob(data []byte, j *Job) bool {
 		case "walltime":
 			return readPointer(b, i, &j.Walltime, readPeriod)
 		case "coallocation":
-			return readPointer(b, i, &j.Coallocation, func(b []byte, i int, c *Coallocation) (int, bool) {
-				return readNested(b, i, coallocationFields, func(k, b []byte, i int) (int, bool) {
-					switch string(k) {
-					case "group":
-						return readInt(b, i, &c.Group)
-					case "size":
-						return readInt(b, i, &c.Size)
-					case "contact":
-						return readText(b, i, &c.Contact)
-					case "job_manager":
-						return readText(b, i, &c.JobManager)
-					case "total_count":
-						return readInt(b, i, &c.TotalCount)
-					case "on_sibling_end":
-						return readText(b, i, &c.OnSiblingEnd)
-					}
-					return i, false
-				})
-			})
+			return readPointer(b, i, &j.Coallocation, objectOf(coallocationFields, func(k, b []byte, i int, c *Coallocation) (int, bool) {
+				switch string(k) {
+				case "group":
+					return readInt(b, i, &c.Group)
+				case "size":
+					return readInt(b, i, &c.Size)
+				case "contact":
+					return readText(b, i, &c.Contact)
+				case "job_manager":
+					return readText(b, i, &c.JobManager)
+				case "total_count":
+					return readInt(b, i, &c.TotalCount)
+				case "on_sibling_end":
+					return readText(b, i, &c.OnSiblingEnd)
+				}
+				return i, false
+			}))
 		case "application":
-			return readPointer(b, i, &j.Application, func(b []byte, i int, a *Application) (int, bool) {
-				return readNested(b, i, applicationFields, func(k, b []byte, i int) (int, bool) {
-					switch string(k) {
-					case "name":
-						return readText(b, i, &a.Name)
-					case "version":
-						return readText(b, i, &a.Version)
-					case "variation":
-						return readText(b, i, &a.Variation)
-					}
-					return i, false
-				})
-			})
+			return readPointer(b, i, &j.Application, objectOf(applicationFields, func(k, b []byte, i int, a *Application) (int, bool) {
+				switch string(k) {
+				case "name":
+					return readText(b, i, &a.Name)
+				case "version":
+					return readText(b, i, &a.Version)
+				case "variation":
+					return readText(b, i, &a.Variation)
+				}
+				return i, false
+			}))
 		case "fields":
 			return readTextMap(b, i, &j.Fields)
 		case "extra":
@@ -342,8 +329,8 @@ func fastJob(data []byte, j *Job) bool {
 	return ok
 }
 
-// readDDS reads a task's place in its topology, its properties, assets and variables;
-// its requirements and triggers give up.
+// readDDS reads a task's DDS context: its place in its topology, its properties, assets,
+// variables, requirements and triggers.
 func readDDS(b []byte, i int, d *DDSContext) (int, bool) {
 	return readNested(b, i, ddsFields, func(k, b []byte, i int) (int, bool) {
 		switch string(k) {
@@ -374,75 +361,59 @@ func readDDS(b []byte, i int, d *DDSContext) (int, bool) {
 		case "env_reachable":
 			return readBool(b, i, &d.EnvReachable)
 		case "properties":
-			return readList(b, i, &d.Properties, func(b []byte, i int) (DDSProperty, int, bool) {
-				var p DDSProperty
-				end, ok := readNested(b, i, ddsPropertyFields, func(k, b []byte, i int) (int, bool) {
-					switch string(k) {
-					case "name":
-						return readText(b, i, &p.Name)
-					case "access":
-						return readText(b, i, &p.Access)
-					case "scope":
-						return readText(b, i, &p.Scope)
-					}
-					return i, false
-				})
-				return p, end, ok
-			})
+			return readList(b, i, &d.Properties, objectOf(ddsPropertyFields, func(k, b []byte, i int, p *DDSProperty) (int, bool) {
+				switch string(k) {
+				case "name":
+					return readText(b, i, &p.Name)
+				case "access":
+					return readText(b, i, &p.Access)
+				case "scope":
+					return readText(b, i, &p.Scope)
+				}
+				return i, false
+			}))
 		case "assets":
-			return readList(b, i, &d.Assets, func(b []byte, i int) (DDSAsset, int, bool) {
-				var a DDSAsset
-				end, ok := readNested(b, i, ddsAssetFields, func(k, b []byte, i int) (int, bool) {
-					switch string(k) {
-					case "name":
-						return readText(b, i, &a.Name)
-					case "type":
-						return readText(b, i, &a.Type)
-					case "visibility":
-						return readText(b, i, &a.Visibility)
-					case "value":
-						return readText(b, i, &a.Value)
-					}
-					return i, false
-				})
-				return a, end, ok
-			})
+			return readList(b, i, &d.Assets, objectOf(ddsAssetFields, func(k, b []byte, i int, a *DDSAsset) (int, bool) {
+				switch string(k) {
+				case "name":
+					return readText(b, i, &a.Name)
+				case "type":
+					return readText(b, i, &a.Type)
+				case "visibility":
+					return readText(b, i, &a.Visibility)
+				case "value":
+					return readText(b, i, &a.Value)
+				}
+				return i, false
+			}))
 		case "vars":
 			return readTextMap(b, i, &d.Vars)
 		case "requirements":
-			return readList(b, i, &d.Requirements, func(b []byte, i int) (DDSRequirement, int, bool) {
-				var r DDSRequirement
-				end, ok := readNested(b, i, ddsRequirementFields, func(k, b []byte, i int) (int, bool) {
-					switch string(k) {
-					case "name":
-						return readText(b, i, &r.Name)
-					case "type":
-						return readText(b, i, &r.Type)
-					case "value":
-						return readText(b, i, &r.Value)
-					}
-					return i, false
-				})
-				return r, end, ok
-			})
+			return readList(b, i, &d.Requirements, objectOf(ddsRequirementFields, func(k, b []byte, i int, r *DDSRequirement) (int, bool) {
+				switch string(k) {
+				case "name":
+					return readText(b, i, &r.Name)
+				case "type":
+					return readText(b, i, &r.Type)
+				case "value":
+					return readText(b, i, &r.Value)
+				}
+				return i, false
+			}))
 		case "triggers":
-			return readList(b, i, &d.Triggers, func(b []byte, i int) (DDSTrigger, int, bool) {
-				var t DDSTrigger
-				end, ok := readNested(b, i, ddsTriggerFields, func(k, b []byte, i int) (int, bool) {
-					switch string(k) {
-					case "name":
-						return readText(b, i, &t.Name)
-					case "condition":
-						return readText(b, i, &t.Condition)
-					case "action":
-						return readText(b, i, &t.Action)
-					case "arg":
-						return readText(b, i, &t.Arg)
-					}
-					return i, false
-				})
-				return t, end, ok
-			})
+			return readList(b, i, &d.Triggers, objectOf(ddsTriggerFields, func(k, b []byte, i int, t *DDSTrigger) (int, bool) {
+				switch string(k) {
+				case "name":
+					return readText(b, i, &t.Name)
+				case "condition":
+					return readText(b, i, &t.Condition)
+				case "action":
+					return readText(b, i, &t.Action)
+				case "arg":
+					return readText(b, i, &t.Arg)
+				}
+				return i, false
+			}))
 		}
 		return i, false
 	})
@@ -450,29 +421,25 @@ func readDDS(b []byte, i int, d *DDSContext) (int, bool) {
 
 // readFileCopies reads a staging list into a fresh *dst.
 func readFileCopies(b []byte, i int, dst *[]FileCopy) (int, bool) {
-	return readList(b, i, dst, func(b []byte, i int) (FileCopy, int, bool) {
-		var c FileCopy
-		end, ok := readNested(b, i, fileCopyFields, func(k, b []byte, i int) (int, bool) {
-			switch string(k) {
-			case "from":
-				return readText(b, i, &c.From)
-			case "to":
-				return readText(b, i, &c.To)
-			case "directory":
-				return readBool(b, i, &c.Directory)
-			case "attempts":
-				return readInt(b, i, &c.Attempts)
-			case "when":
-				return readText(b, i, &c.When)
-			}
-			return i, false
-		})
-		return c, end, ok
-	})
+	return readList(b, i, dst, objectOf(fileCopyFields, func(k, b []byte, i int, c *FileCopy) (int, bool) {
+		switch string(k) {
+		case "from":
+			return readText(b, i, &c.From)
+		case "to":
+			return readText(b, i, &c.To)
+		case "directory":
+			return readBool(b, i, &c.Directory)
+		case "attempts":
+			return readInt(b, i, &c.Attempts)
+		case "when":
+			return readText(b, i, &c.When)
+		}
+		return i, false
+	}))
 }
 
-// readRequirements reads requirements of single values (strictly; a list, a placement
-// or a first-schema field gives up).
+// readRequirements reads today's requirements (strictly; attributes or a first-schema
+// field give up).
 func readRequirements(b []byte, i int, r *Requirements) (int, bool) {
 	return readNested(b, i, requirementFields, func(k, b []byte, i int) (int, bool) {
 		switch string(k) {
@@ -511,71 +478,57 @@ func readRequirements(b []byte, i int, r *Requirements) (int, bool) {
 		case "target_names":
 			return readList(b, i, &r.Targets, readNameRequirement)
 		case "lrms_rules":
-			return readList(b, i, &r.LRMS, func(b []byte, i int) (LRMSRule, int, bool) {
-				var l LRMSRule
-				end, ok := readNested(b, i, lrmsRuleFields, func(k, b []byte, i int) (int, bool) {
-					switch string(k) {
-					case "is":
-						return readText(b, i, &l.Is)
-					case "is_not":
-						return readText(b, i, &l.IsNot)
-					case "from":
-						return readOrigin(b, i, &l.From)
-					}
-					return i, false
-				})
-				return l, end, ok
-			})
+			return readList(b, i, &r.LRMS, objectOf(lrmsRuleFields, func(k, b []byte, i int, l *LRMSRule) (int, bool) {
+				switch string(k) {
+				case "is":
+					return readText(b, i, &l.Is)
+				case "is_not":
+					return readText(b, i, &l.IsNot)
+				case "from":
+					return readOrigin(b, i, &l.From)
+				}
+				return i, false
+			}))
 		case "software":
-			return readList(b, i, &r.Software, func(b []byte, i int) (SoftwareConstraint, int, bool) {
-				var c SoftwareConstraint
-				end, ok := readNested(b, i, softwareFields, func(k, b []byte, i int) (int, bool) {
-					switch string(k) {
-					case "name":
-						return readText(b, i, &c.Name)
-					case "op":
-						return readText(b, i, &c.Op)
-					case "version":
-						return readText(b, i, &c.Version)
-					case "from":
-						return readOrigin(b, i, &c.From)
-					}
-					return i, false
-				})
-				return c, end, ok
-			})
+			return readList(b, i, &r.Software, objectOf(softwareFields, func(k, b []byte, i int, c *SoftwareConstraint) (int, bool) {
+				switch string(k) {
+				case "name":
+					return readText(b, i, &c.Name)
+				case "op":
+					return readText(b, i, &c.Op)
+				case "version":
+					return readText(b, i, &c.Version)
+				case "from":
+					return readOrigin(b, i, &c.From)
+				}
+				return i, false
+			}))
 		case "placement":
-			return readPointer(b, i, &r.Placement, func(b []byte, i int, p *HostPlacement) (int, bool) {
-				return readNested(b, i, placementFields, func(k, b []byte, i int) (int, bool) {
-					switch string(k) {
-					case "together":
-						return readText(b, i, &p.Together)
-					case "spread":
-						return readText(b, i, &p.Spread)
-					case "index":
-						return readInt(b, i, &p.Index)
-					case "max_per_host":
-						return readInt(b, i, &p.MaxPerHost)
-					case "from":
-						return readOrigin(b, i, &p.From)
-					}
-					return i, false
-				})
-			})
+			return readPointer(b, i, &r.Placement, objectOf(placementFields, func(k, b []byte, i int, p *HostPlacement) (int, bool) {
+				switch string(k) {
+				case "together":
+					return readText(b, i, &p.Together)
+				case "spread":
+					return readText(b, i, &p.Spread)
+				case "index":
+					return readInt(b, i, &p.Index)
+				case "max_per_host":
+					return readInt(b, i, &p.MaxPerHost)
+				case "from":
+					return readOrigin(b, i, &p.From)
+				}
+				return i, false
+			}))
 		case "unsupported":
-			return readList(b, i, &r.Unsupported, func(b []byte, i int) (UnsupportedRequirement, int, bool) {
-				var u UnsupportedRequirement
-				end, ok := readNested(b, i, unsupportedFields, func(k, b []byte, i int) (int, bool) {
-					switch string(k) {
-					case "what":
-						return readText(b, i, &u.What)
-					case "from":
-						return readOrigin(b, i, &u.From)
-					}
-					return i, false
-				})
-				return u, end, ok
-			})
+			return readList(b, i, &r.Unsupported, objectOf(unsupportedFields, func(k, b []byte, i int, u *UnsupportedRequirement) (int, bool) {
+				switch string(k) {
+				case "what":
+					return readText(b, i, &u.What)
+				case "from":
+					return readOrigin(b, i, &u.From)
+				}
+				return i, false
+			}))
 		}
 		return i, false
 	})
@@ -599,30 +552,32 @@ func readOrigin(b []byte, i int, o *Origin) (int, bool) {
 
 // readNameRequirement reads one host or target name requirement: its patterns and
 // where it was written.
-func readNameRequirement(b []byte, i int) (NameRequirement, int, bool) {
-	var n NameRequirement
-	end, ok := readNested(b, i, nameRequirementFields, func(k, b []byte, i int) (int, bool) {
+func readNameRequirement(b []byte, i int, n *NameRequirement) (int, bool) {
+	return readNested(b, i, nameRequirementFields, func(k, b []byte, i int) (int, bool) {
 		switch string(k) {
 		case "any_of":
-			return readList(b, i, &n.AnyOf, func(b []byte, i int) (NamePattern, int, bool) {
-				var p NamePattern
-				end, ok := readNested(b, i, namePatternFields, func(k, b []byte, i int) (int, bool) {
-					switch string(k) {
-					case "pattern":
-						return readText(b, i, &p.Pattern)
-					case "syntax":
-						return readText(b, i, (*string)(&p.Syntax))
-					}
-					return i, false
-				})
-				return p, end, ok
-			})
+			return readList(b, i, &n.AnyOf, objectOf(namePatternFields, func(k, b []byte, i int, p *NamePattern) (int, bool) {
+				switch string(k) {
+				case "pattern":
+					return readText(b, i, &p.Pattern)
+				case "syntax":
+					return readText(b, i, (*string)(&p.Syntax))
+				}
+				return i, false
+			}))
 		case "from":
 			return readOrigin(b, i, &n.From)
 		}
 		return i, false
 	})
-	return n, end, ok
+}
+
+// objectOf is a reader of a nested object into *v (strictly, as readNested), each member
+// by read.
+func objectOf[V any](names []string, read func(k, b []byte, i int, v *V) (int, bool)) func(b []byte, i int, v *V) (int, bool) {
+	return func(b []byte, i int, v *V) (int, bool) {
+		return readNested(b, i, names, func(k, b []byte, i int) (int, bool) { return read(k, b, i, v) })
+	}
 }
 
 // readPointer reads the object or string at b[i] through a pointer field, as
@@ -660,17 +615,12 @@ func readPeriod(b []byte, i int, p *Period) (int, bool) {
 
 // readTexts reads an array of strings into *dst, a fresh slice as encoding/json makes
 // one (an empty array too is a slice, not nil).
-func readTexts(b []byte, i int, dst *[]string) (int, bool) {
-	return readList(b, i, dst, func(b []byte, i int) (string, int, bool) {
-		var v string
-		end, ok := readText(b, i, &v)
-		return v, end, ok
-	})
-}
+func readTexts(b []byte, i int, dst *[]string) (int, bool) { return readList(b, i, dst, readText) }
 
-// readList reads the array at b[i] into a fresh *dst, each element by read; a null is
-// given up on, and so is a slice that already has elements (or room for them).
-func readList[V any](b []byte, i int, dst *[]V, read func(b []byte, i int) (V, int, bool)) (int, bool) {
+// readList reads the array at b[i] into a fresh *dst, each element by read into a zero
+// value; a null is given up on, and so is a slice that already has elements (or room for
+// them).
+func readList[V any](b []byte, i int, dst *[]V, read func(b []byte, i int, v *V) (int, bool)) (int, bool) {
 	if i >= len(b) || b[i] != '[' || cap(*dst) > 0 {
 		// encoding/json decodes a list into the elements the slice already has (a
 		// repeated key, a value decoded over), merging an object into the one there.
@@ -682,12 +632,13 @@ func readList[V any](b []byte, i int, dst *[]V, read func(b []byte, i int) (V, i
 		*dst = out
 		return i + 1, true
 	}
+	var zero V
 	for {
-		v, end, ok := read(b, i)
+		out = append(out, zero)
+		end, ok := read(b, i, &out[len(out)-1])
 		if !ok {
 			return end, false
 		}
-		out = append(out, v)
 		if i = skipSpace(b, end); i < len(b) && b[i] == ',' {
 			i = skipSpace(b, i+1)
 			continue
@@ -787,8 +738,9 @@ func readTextMap(b []byte, i int, dst *map[string]string) (int, bool) {
 	})
 }
 
-// readMap reads the object at b[i] into *dst, each member's value by read; a null map
-// is nil, as encoding/json makes it, and a null value is given up on.
+// readMap reads the object at b[i] into *dst, each member's value by read (which returns
+// it, rather than filling a slot that would have to live on the heap); a null map is
+// nil, as encoding/json makes it, and a null value is given up on.
 func readMap[V any](b []byte, i int, dst *map[string]V, read func(b []byte, i int) (V, int, bool)) (int, bool) {
 	if bytes.HasPrefix(b[i:], []byte("null")) {
 		*dst = nil

@@ -57,26 +57,24 @@ func auditInvariantsCmd(e *env) *cobra.Command {
 			}
 			rep := invariantsReport{Invariants: events.CheckInvariants(hist, expected)}
 			if live != "" {
-				// Each comparison starts afresh when it is tried again.
-				if err := retryTransient(ctx, e, "comparing the projection", auditPatience, func() error {
-					r := rep
-					if err := r.compareProjection(ctx, sys, live); err != nil {
+				for _, step := range []struct {
+					what    string
+					compare func(*invariantsReport) error
+				}{
+					{"comparing the projection", func(r *invariantsReport) error { return r.compareProjection(ctx, sys, live) }},
+					{"comparing the property view", func(r *invariantsReport) error { return r.compareProperties(ctx, sys) }},
+				} {
+					// A comparison tried again starts from the report as it was before it.
+					if err := retryTransient(ctx, e, step.what, auditPatience, func() error {
+						r := rep
+						if err := step.compare(&r); err != nil {
+							return err
+						}
+						rep = r
+						return nil
+					}); err != nil {
 						return err
 					}
-					rep = r
-					return nil
-				}); err != nil {
-					return err
-				}
-				if err := retryTransient(ctx, e, "comparing the property view", auditPatience, func() error {
-					r := rep
-					if err := r.compareProperties(ctx, sys); err != nil {
-						return err
-					}
-					rep = r
-					return nil
-				}); err != nil {
-					return err
 				}
 			}
 			return rep.print(e, asJSON)
