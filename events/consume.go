@@ -56,17 +56,17 @@ type Handler func(ctx context.Context, d Delivery) error
 // only a consumer that cannot be created is an error.
 func Consume(ctx context.Context, js jetstream.JetStream, spec ConsumerSpec, handler Handler) error {
 	spec = spec.withDefaults()
-	cons, err := ensureConsumer(ctx, js, spec)
 	// A server that does not answer while the service starts (one restarting) is asked
 	// again; any other refusal (a bad spec) ends Consume.
-	for wait := 250 * time.Millisecond; err != nil && Transient(err); wait = min(wait*2, 5*time.Second) {
+	var cons jetstream.Consumer
+	stopped, err := RetryTransient(ctx, 0, func(wait time.Duration, err error) {
 		spec.Logger.Warn("creating the consumer; trying again", "consumer", spec.Durable, "in", wait, "err", err)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(wait):
-		}
+	}, func() (err error) {
 		cons, err = ensureConsumer(ctx, js, spec)
+		return err
+	})
+	if stopped {
+		return nil
 	}
 	if err != nil {
 		return err

@@ -92,27 +92,12 @@ func auditInvariantsCmd(e *env) *cobra.Command {
 const auditPatience = time.Minute
 
 // retryTransient runs f, and runs it again while it fails because a server did not
-// answer (events.Transient), saying so on stderr each time, for at most patience; then
-// it gives up with the last error and how long it tried. Any other error ends it at once.
+// answer (events.RetryTransient), saying so on stderr each time, for at most patience.
 func retryTransient(ctx context.Context, e *env, what string, patience time.Duration, f func() error) error {
-	start := time.Now()
-	wait := 250 * time.Millisecond
-	for tries := 1; ; tries++ {
-		err := f()
-		if err == nil || !events.Transient(err) {
-			return err
-		}
-		if time.Since(start)+wait > patience {
-			return fmt.Errorf("%w (the server did not answer in %d tries over %s)", err, tries, time.Since(start).Round(time.Second))
-		}
+	_, err := events.RetryTransient(ctx, patience, func(wait time.Duration, err error) {
 		fmt.Fprintf(e.stderr, "audit: %s: %v; trying again in %s\n", what, err, wait)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
-		}
-		wait = min(wait*2, 5*time.Second)
-	}
+	}, f)
+	return err
 }
 
 type invariantsReport struct {

@@ -98,17 +98,17 @@ func Run(ctx context.Context, cfg Config, deps Deps) error {
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
-	kv, err := watchBucket(ctx, deps.JS)
 	// A server that does not answer while the watcher starts (one restarting) is asked
 	// again, as its consumers do.
-	for wait := 250 * time.Millisecond; err != nil && events.Transient(err); wait = min(wait*2, 5*time.Second) {
+	var kv jetstream.KeyValue
+	stopped, err := events.RetryTransient(ctx, 0, func(wait time.Duration, err error) {
 		deps.Logger.Warn("opening the watch bucket; trying again", "in", wait, "err", err)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(wait):
-		}
+	}, func() (err error) {
 		kv, err = watchBucket(ctx, deps.JS)
+		return err
+	})
+	if stopped {
+		return nil
 	}
 	if err != nil {
 		return err
