@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"math/bits"
 	"net/url"
 	"strings"
 	"time"
@@ -428,13 +429,29 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// specialByte reports whether a word of eight bytes holds a quote, a backslash or a
-// control character (below 0x20): each test is exact for "any byte" (a byte that is
-// 0x80 or above never borrows).
-func specialByte(w uint64) bool {
+// specialBytes marks (with its high bit) each byte of a little-endian word of eight that
+// is a quote, a backslash or a control character (below 0x20). A marked byte may be
+// followed by falsely marked ones (a borrow runs upward, from a byte that is special),
+// but the lowest marked byte is always the first special one, and a word without a
+// special byte has no mark (a byte that is 0x80 or above never borrows).
+func specialBytes(w uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	quote, backslash := w^(ones*'"'), w^(ones*'\\')
-	return ((quote-ones)&^quote|(backslash-ones)&^backslash|(w-ones*0x20)&^w)&highs != 0
+	return ((quote-ones)&^quote | (backslash-ones)&^backslash | (w-ones*0x20)&^w) & highs
+}
+
+// firstSpecial returns the index of the first quote, backslash or control character in
+// b[i:], reading eight bytes at a time, or len(b) when there is none.
+func firstSpecial(b []byte, i int) int {
+	for ; i+8 <= len(b); i += 8 {
+		if m := specialBytes(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for i < len(b) && plainInString[b[i]] {
+		i++
+	}
+	return i
 }
 
 // scanString reads a JSON string at b[i] without escapes (an escape is rare in gridwire's
@@ -443,29 +460,27 @@ func scanString(b []byte, i int) ([]byte, int, error) {
 	if i >= len(b) || b[i] != '"' {
 		return nil, i, errSlowPath
 	}
-	j := i + 1
-	var words uint64 // the bits of every word read whole: UTF-8 needs checking only past ASCII
+	// One pass: find the end, and gather every byte before it to tell whether the string
+	// is ASCII (UTF-8 needs checking only past it).
+	j, words := i+1, uint64(0)
 	for ; j+8 <= len(b); j += 8 {
 		w := binary.LittleEndian.Uint64(b[j:])
-		if specialByte(w) {
+		if m := specialBytes(w); m != 0 {
+			n := bits.TrailingZeros64(m) >> 3
+			words |= w & (1<<(8*n) - 1)
+			j += n
 			break
 		}
 		words |= w
 	}
-	high := byte(words>>56 | words>>48 | words>>40 | words>>32 | words>>24 | words>>16 | words>>8 | words)
-	for ; j < len(b); j++ {
-		c := b[j]
-		if plainInString[c] {
-			high |= c
-			continue
-		}
-		if c != '"' {
-			return nil, j, errSlowPath // an escape or a control character
-		}
-		if high >= utf8.RuneSelf && !utf8.Valid(b[i+1:j]) {
-			return nil, j, errSlowPath
-		}
-		return b[i+1 : j], j + 1, nil
+	for ; j < len(b) && plainInString[b[j]]; j++ {
+		words |= uint64(b[j])
 	}
-	return nil, len(b), errSlowPath
+	if j >= len(b) || b[j] != '"' {
+		return nil, j, errSlowPath // an escape, a control character or no end
+	}
+	if words&0x8080808080808080 != 0 && !utf8.Valid(b[i+1:j]) {
+		return nil, j, errSlowPath
+	}
+	return b[i+1 : j], j + 1, nil
 }

@@ -122,11 +122,16 @@ var plainInString = func() (t [256]bool) {
 	return t
 }()
 
-// endOfString returns the index after the string starting with the quote at b[i].
+// endOfString returns the index after the string starting with the quote at b[i]. It
+// jumps from one quote, backslash or control character to the next, eight bytes at a
+// time (firstSpecial): the large payloads (a job's description, the rendered scripts)
+// are mostly long strings, and every event's data is checked by it when it is encoded
+// and again when it is decoded.
 func endOfString(b []byte, i int) (int, bool) {
-	for i++; i < len(b); i++ {
-		if plainInString[b[i]] {
-			continue
+	for i++; ; {
+		i = firstSpecial(b, i)
+		if i >= len(b) {
+			return i, false
 		}
 		switch b[i] {
 		case '"':
@@ -151,11 +156,11 @@ func endOfString(b []byte, i int) (int, bool) {
 			default:
 				return i, false
 			}
+			i++
 		default: // a control character
 			return i, false
 		}
 	}
-	return i, false
 }
 
 // endOfNumber returns the index after the number starting at b[i]:

@@ -64,3 +64,67 @@ func TestValidJSONOnAJobCutAndChanged(t *testing.T) {
 		}
 	}
 }
+
+// firstSpecial finds the first quote, backslash or control character as a byte-at-a-time
+// scan does, wherever it sits in a word, after any bytes (the borrows of the word's test
+// run upward from a special byte, so a special byte below another must win), and for
+// every start and length around a word's edges.
+func TestFirstSpecialIsTheFirstSpecialByte(t *testing.T) {
+	slow := func(b []byte, i int) int {
+		for i < len(b) && b[i] >= 0x20 && b[i] != '"' && b[i] != '\\' {
+			i++
+		}
+		return i
+	}
+	fills := []byte{'a', ' ', 0x7f, 0x80, 0xa0, 0xff, '!', '#', '[', ']', 0x21, 0x5b, 0x5d}
+	specials := []byte{'"', '\\', 0x00, 0x01, 0x1f, '\n'}
+	for n := 0; n <= 19; n++ {
+		for _, fill := range fills {
+			b := []byte(strings.Repeat(string([]byte{fill}), n))
+			for i := 0; i <= n; i++ {
+				if got, want := firstSpecial(b, i), slow(b, i); got != want {
+					t.Fatalf("firstSpecial(%q, %d) = %d, want %d", b, i, got, want)
+				}
+			}
+			for p := 0; p < n; p++ {
+				for _, s1 := range specials {
+					for q := p; q < n; q++ {
+						for _, s2 := range append(specials, fill) {
+							c := append([]byte(nil), b...)
+							c[q], c[p] = s2, s1
+							for _, i := range []int{0, 1, p} {
+								if got, want := firstSpecial(c, i), slow(c, i); got != want {
+									t.Fatalf("firstSpecial(%q, %d) = %d, want %d", c, i, got, want)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// scanString sends a string with a byte that is not UTF-8 to the slow path wherever the
+// byte sits in its word, the closing quote in the same word or a later one, and keeps
+// valid UTF-8 (the ASCII test gathers every byte before the quote, none after it).
+func TestScanStringChecksUTF8WhereverItSits(t *testing.T) {
+	for n := 1; n <= 20; n++ {
+		for p := 0; p < n; p++ {
+			for _, c := range []struct {
+				bad  string
+				fail bool
+			}{{"\xff", true}, {"\xc3", true}, {"\xc3\xa9", false}} {
+				s := []byte(strings.Repeat("a", p) + c.bad + strings.Repeat("b", n-p))
+				body := append(append([]byte{'"'}, s...), []byte("\"\xff\xff\xff\xff\xff\xff\xff\xff")...)
+				val, end, err := scanString(body, 0)
+				if c.fail != (err != nil) {
+					t.Fatalf("scanString(%q): err %v, want failure %v", body, err, c.fail)
+				}
+				if err == nil && (string(val) != string(s) || end != len(s)+2) {
+					t.Fatalf("scanString(%q) = %q, %d", body, val, end)
+				}
+			}
+		}
+	}
+}
