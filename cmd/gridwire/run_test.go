@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -125,8 +126,8 @@ func TestServeSubmitWaitHistoryStatus(t *testing.T) {
 	if err != nil || string(got) != payload {
 		t.Fatalf("the job read %q (%v), want the uploaded file's bytes", got, err)
 	}
-	if !strings.Contains(errOut, "uploading in.txt") {
-		t.Errorf("no upload progress shown: %q", errOut)
+	if !strings.Contains(errOut, fmt.Sprintf("uploading in.txt (%d bytes)\n", len(payload))) || strings.Contains(errOut, "\r") {
+		t.Errorf("the upload not said in one line (stderr is not a terminal): %q", errOut)
 	}
 
 	// Unknown job: a clear 404 from the API.

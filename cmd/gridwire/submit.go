@@ -22,6 +22,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/term"
 )
 
 func submitCmd(e *env) *cobra.Command {
@@ -548,7 +549,12 @@ func uploadInputs(ctx context.Context, e *env, c *client, dir string, names []st
 	put := func(ctx context.Context, name string, r io.Reader) error {
 		return c.do(ctx, http.MethodPut, "/v1/uploads/"+escapeSegments(name), r, "application/octet-stream", nil)
 	}
+	tty := isTerminal(e.stderr)
 	opt := stager.UploadOptions{Dir: dir, Getenv: os.LookupEnv, Wrap: func(name string, size int64, r io.Reader) io.Reader {
+		if !tty { // a log or a pipe gets one line a file, not a bar redrawn with \r
+			fmt.Fprintf(e.stderr, "uploading %s (%d bytes)\n", filepath.Base(name), size)
+			return r
+		}
 		bar := progressbar.NewOptions64(size, progressbar.OptionSetWriter(e.stderr), progressbar.OptionShowBytes(true),
 			progressbar.OptionSetDescription("uploading "+filepath.Base(name)), progressbar.OptionOnCompletion(func() {
 				fmt.Fprintln(e.stderr)
@@ -558,6 +564,12 @@ func uploadInputs(ctx context.Context, e *env, c *client, dir string, names []st
 	}}
 	objects, _, err := stager.Upload(ctx, put, names, opt)
 	return objects, err
+}
+
+// isTerminal reports whether w is a terminal (a progress bar is drawn only there).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 func escapeSegments(name string) string {
