@@ -163,12 +163,30 @@ func outputStarted(st events.State) error {
 	switch {
 	case st.Incarnation != nil && st.Host != "":
 		return nil
+	case st.Job != nil && st.Job.Kind == events.KindGroup:
+		return httpapi.Errorf(http.StatusNotFound, "no_output", "job %s is a group (%s) and runs nothing itself: its children have the output (gridwire status %s lists them)",
+			st.JobID, groupSize(st), st.JobID)
 	case st.Status.Terminal():
 		return httpapi.Errorf(http.StatusNotFound, "no_output", "job %s ended %s without running: it has no output", st.JobID, st.Status)
 	case st.Incarnation == nil && st.Status != events.StatusSubmitted:
 		return httpapi.Errorf(http.StatusNotFound, "no_output", "job %s did not run through gridwire: its output is not where gridwire can read it", st.JobID)
 	}
 	return httpapi.Errorf(http.StatusConflict, "not_started", "job %s is %s: its output appears once it runs (follow=true waits for it)", st.JobID, st.Status)
+}
+
+// groupSize says how many children a group has, as its record knows it.
+func groupSize(st events.State) string {
+	n := len(st.Job.Children)
+	if r := st.Job.ChildRange; r != nil {
+		n += r.Count
+	}
+	if st.Group != nil && st.Group.Children > 0 {
+		n = st.Group.Children
+	}
+	if n == 1 {
+		return "1 child"
+	}
+	return strconv.Itoa(n) + " children"
 }
 
 // outputStream writes one response of output.

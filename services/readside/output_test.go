@@ -115,6 +115,17 @@ func TestOutputFromEveryTargetKind(t *testing.T) {
 	if code, _, body := get(t, s.URL+"/v1/jobs/"+unknown+"/logs"); code != 404 || !strings.Contains(body, "no_such_job") {
 		t.Errorf("unknown job: %d %s", code, body)
 	}
+	// A group runs nothing itself: the answer says so and where the output is, at once,
+	// followed or not.
+	group, child := events.NewID(), events.NewID()
+	play(t, st, group, t0, []step{{Name: events.Submitted, Payload: events.Job{ID: group, Name: "document", Kind: events.KindGroup,
+		Children: []string{child}}}})
+	for _, q := range []string{"", "?follow=true"} {
+		if code, _, body := get(t, s.URL+"/v1/jobs/"+group+"/logs"+q); code != 404 || !strings.Contains(body, "no_output") ||
+			!strings.Contains(body, "is a group (1 child) and runs nothing itself") {
+			t.Errorf("a group's output%s: %d %s", q, code, body)
+		}
+	}
 	queued := events.NewID()
 	play(t, st, queued, t0, []step{{Name: events.Submitted, Route: "", Payload: events.Job{ID: queued, Executable: "/bin/true"}}})
 	if code, _, body := get(t, s.URL+"/v1/jobs/"+queued+"/logs"); code != http.StatusConflict || !strings.Contains(body, "not_started") {
