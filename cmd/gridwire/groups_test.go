@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -300,4 +303,33 @@ func checkCoallocationContinue(t *testing.T, h *harness) {
 
 func TestCoallocationPolicyContinue(t *testing.T) {
 	checkCoallocationContinue(t, newHarness(t))
+}
+
+// status of a running group sums its children as they are now, as the tree under it
+// shows them, not as the record's summary had them at its last move (which can be hours
+// old while the children run); a child not shown yet counts as SUBMITTED.
+func TestStatusOfAGroupSumsItsChildrenNow(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.URL.Path == "/v1/jobs/01M8KAVXHYQWJ0H8RGKZ6BTZYP":
+			io.WriteString(w, `{"id":"01M8KAVXHYQWJ0H8RGKZ6BTZYP","status":"RUNNING","kind":"group","children":3,
+				"group":{"children":3,"counts":{"QUEUED":2,"RUNNING":1}}}`)
+		case r.URL.Path == "/v1/jobs" && r.URL.Query().Get("parent") == "01M8KAVXHYQWJ0H8RGKZ6BTZYP":
+			io.WriteString(w, `{"jobs":[{"id":"01M8KAVXHYA0000000000000A1","status":"SUCCEEDED","exit_code":0},
+				{"id":"01M8KAVXHYA0000000000000A2","status":"RUNNING"}],"next":""}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	status, out, errOut := cli(context.Background(), "status", "--server", srv.URL, "01M8KAVXHYQWJ0H8RGKZ6BTZYP")
+	if status != 0 || !strings.Contains(out, "3 children: 1 RUNNING, 1 SUBMITTED, 1 SUCCEEDED") ||
+		!strings.Contains(out, "└ 01M8KAVXHYA0000000000000A2  RUNNING") {
+		t.Fatalf("status of a running group: exit %d\n%s%s", status, out, errOut)
+	}
+	_, js, _ := cli(context.Background(), "status", "--json", "--server", srv.URL, "01M8KAVXHYQWJ0H8RGKZ6BTZYP")
+	if !strings.Contains(js, `"QUEUED":2`) {
+		t.Errorf("--json is the API's record as it is: %s", js)
+	}
 }

@@ -35,14 +35,40 @@ func statusCmd(e *env) *cobra.Command {
 			if f.json {
 				return json.NewEncoder(e.stdout).Encode(v)
 			}
+			if v.Kind != string(events.KindGroup) {
+				return printStatus(e, v, newClock(f.utc))
+			}
+			// A group: its children now, so the summary line says what the list below
+			// it shows (the record's own summary is as of its last move, which can be
+			// hours ago while its children run).
+			kids, err := childrenOf(cmd.Context(), c, v.ID)
+			if err != nil {
+				return err
+			}
+			v.Group = liveSummary(v.Children, kids)
 			if err := printStatus(e, v, newClock(f.utc)); err != nil {
 				return err
 			}
-			return printChildren(cmd.Context(), e, c, v, newClock(f.utc))
+			fmt.Fprintf(e.stdout, "\nchildren of %s\n", v.ID)
+			return printKids(cmd.Context(), e, c, kids, "", 0)
 		},
 	}
 	f.register(cmd.Flags(), e)
 	return cmd
+}
+
+// liveSummary counts a group's children by the state each has now; a child the read
+// side has not shown yet (of the record's n) counts as SUBMITTED, as the group's own
+// verdict counts it.
+func liveSummary(n int, kids []jobView) *events.GroupSummary {
+	g := &events.GroupSummary{Children: max(n, len(kids)), Counts: map[events.Status]int{}}
+	for _, k := range kids {
+		g.Counts[events.Status(k.Status)]++
+	}
+	if missing := g.Children - len(kids); missing > 0 {
+		g.Counts[events.StatusSubmitted] += missing
+	}
+	return g
 }
 
 func printStatus(e *env, v jobView, clk clock) error {
@@ -98,28 +124,42 @@ func isGroup(evs []events.Event) bool {
 
 // printChildren prints a parent record's children as a tree below it, one row a child
 // in document order (a child that is a group itself has its own children indented).
-func printChildren(ctx context.Context, e *env, c *client, v jobView, clk clock) error {
+func printChildren(ctx context.Context, e *env, c *client, v jobView) error {
 	if v.Kind != string(events.KindGroup) {
 		return nil
 	}
 	fmt.Fprintf(e.stdout, "\nchildren of %s\n", v.ID)
-	return printTree(ctx, e, c, v.ID, "", clk, 0)
+	return printTree(ctx, e, c, v.ID, "", 0)
 }
 
-func printTree(ctx context.Context, e *env, c *client, parent, indent string, clk clock, depth int) error {
+func printTree(ctx context.Context, e *env, c *client, parent, indent string, depth int) error {
+	kids, err := childrenOf(ctx, c, parent)
+	if err != nil {
+		return err
+	}
+	return printKids(ctx, e, c, kids, indent, depth)
+}
+
+// childrenOf reads every child of a parent record, page by page, in document order.
+func childrenOf(ctx context.Context, c *client, parent string) ([]jobView, error) {
 	q := url.Values{"parent": {parent}}
 	var kids []jobView
 	for {
 		page, err := c.jobs(ctx, q)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		kids = append(kids, page.Jobs...)
 		if page.Next == "" {
-			break
+			return kids, nil
 		}
 		q.Set("after", page.Next)
 	}
+}
+
+// printKids prints children as rows of a tree at indent, then each child that is a group
+// itself with its own children below it.
+func printKids(ctx context.Context, e *env, c *client, kids []jobView, indent string, depth int) error {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	for _, k := range kids {
 		exit := ""
@@ -134,7 +174,7 @@ func printTree(ctx context.Context, e *env, c *client, parent, indent string, cl
 	for _, k := range kids {
 		if k.Kind == string(events.KindGroup) && depth < 4 {
 			fmt.Fprintf(e.stdout, "%s  %s:\n", indent, k.ID)
-			if err := printTree(ctx, e, c, k.ID, indent+"  ", clk, depth+1); err != nil {
+			if err := printTree(ctx, e, c, k.ID, indent+"  ", depth+1); err != nil {
 				return err
 			}
 		}
@@ -182,7 +222,7 @@ func historyCmd(e *env) *cobra.Command {
 			if !isGroup(evs) {
 				return nil
 			}
-			return printChildren(cmd.Context(), e, c, jobView{ID: args[0], Kind: string(events.KindGroup)}, clk)
+			return printChildren(cmd.Context(), e, c, jobView{ID: args[0], Kind: string(events.KindGroup)})
 		},
 	}
 	f.register(cmd.Flags(), e)
