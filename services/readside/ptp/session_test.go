@@ -140,7 +140,7 @@ func TestReconnectSameIDs(t *testing.T) {
 	// the same state: a snapshot taken as the job first appears can miss its processes.
 	must(t, first.Wait(wait, "job running", func(c *ptptest.Client) bool {
 		j, ok := c.Jobs[c.BySubID["a"]]
-		return ok && j.Attrs["jobState"] == StateRunning
+		return ok && j.Attrs["jobState"] == StateRunning && j.Procs.Len() > 0
 	}))
 	j1, _ := first.Job("a")
 	first.Close()
@@ -149,9 +149,12 @@ func TestReconnectSameIDs(t *testing.T) {
 	must(t, err)
 	defer again.Close()
 	must(t, again.Handshake(wait, 500))
-	must(t, again.Wait(wait, "the job again, running", func(c *ptptest.Client) bool {
+	// The job and its processes come in separate events: wait for both, as for the first
+	// session (the processes' IDs must be the same; a session that gave others would
+	// time out here).
+	must(t, again.Wait(wait, "the job again, running, with its processes", func(c *ptptest.Client) bool {
 		j, ok := c.Jobs[j1.ID]
-		return ok && j.Attrs["jobState"] == StateRunning
+		return ok && j.Attrs["jobState"] == StateRunning && j.Procs.String() == j1.Procs.String()
 	}))
 	j2, _ := again.JobByID(j1.ID)
 	if j2.Attrs["gridwireJobId"] != j1.Attrs["gridwireJobId"] || j2.Procs.String() != j1.Procs.String() {
