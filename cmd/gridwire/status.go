@@ -49,8 +49,7 @@ func statusCmd(e *env) *cobra.Command {
 			if err := printStatus(e, v, newClock(f.utc)); err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "\nchildren of %s\n", v.ID)
-			return printKids(cmd.Context(), e, c, kids, "", 0)
+			return printChildren(cmd.Context(), e, c, v.ID, kids)
 		},
 	}
 	f.register(cmd.Flags(), e)
@@ -122,14 +121,12 @@ func isGroup(evs []events.Event) bool {
 	return evs[0].Payload(&j) == nil && j.Kind == events.KindGroup
 }
 
-// printChildren prints a parent record's children as a tree below it, one row a child
-// in document order (a child that is a group itself has its own children indented).
-func printChildren(ctx context.Context, e *env, c *client, v jobView) error {
-	if v.Kind != string(events.KindGroup) {
-		return nil
-	}
-	fmt.Fprintf(e.stdout, "\nchildren of %s\n", v.ID)
-	return printTree(ctx, e, c, v.ID, "", 0)
+// printChildren prints a parent record's children (read by childrenOf) as a tree below
+// it, one row a child in document order (a child that is a group itself has its own
+// children indented).
+func printChildren(ctx context.Context, e *env, c *client, parent string, kids []jobView) error {
+	fmt.Fprintf(e.stdout, "\nchildren of %s\n", parent)
+	return printKids(ctx, e, c, kids, "", 0)
 }
 
 func printTree(ctx context.Context, e *env, c *client, parent, indent string, depth int) error {
@@ -222,7 +219,11 @@ func historyCmd(e *env) *cobra.Command {
 			if !isGroup(evs) {
 				return nil
 			}
-			return printChildren(cmd.Context(), e, c, jobView{ID: args[0], Kind: string(events.KindGroup)})
+			kids, err := childrenOf(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			return printChildren(cmd.Context(), e, c, args[0], kids)
 		},
 	}
 	f.register(cmd.Flags(), e)

@@ -176,10 +176,7 @@ func outputStarted(st events.State) error {
 
 // groupSize says how many children a group has, as its record knows it.
 func groupSize(st events.State) string {
-	n := len(st.Job.Children)
-	if r := st.Job.ChildRange; r != nil {
-		n += r.Count
-	}
+	n := st.Job.NumChildren()
 	if st.Group != nil && st.Group.Children > 0 {
 		n = st.Group.Children
 	}
