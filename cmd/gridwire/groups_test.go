@@ -307,24 +307,26 @@ func TestCoallocationPolicyContinue(t *testing.T) {
 
 // status of a running group sums its children as they are now, as the tree under it
 // shows them, not as the record's summary had them at its last move (which can be hours
-// old while the children run); a child not shown yet counts as SUBMITTED.
+// old while the children run); a child not shown yet, and one about to run again after a
+// crash, counts as SUBMITTED.
 func TestStatusOfAGroupSumsItsChildrenNow(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		switch {
 		case r.URL.Path == "/v1/jobs/01M8KAVXHYQWJ0H8RGKZ6BTZYP":
-			io.WriteString(w, `{"id":"01M8KAVXHYQWJ0H8RGKZ6BTZYP","status":"RUNNING","kind":"group","children":3,
-				"group":{"children":3,"counts":{"QUEUED":2,"RUNNING":1}}}`)
+			io.WriteString(w, `{"id":"01M8KAVXHYQWJ0H8RGKZ6BTZYP","status":"RUNNING","kind":"group","children":4,
+				"group":{"children":4,"counts":{"QUEUED":2,"RUNNING":1}}}`)
 		case r.URL.Path == "/v1/jobs" && r.URL.Query().Get("parent") == "01M8KAVXHYQWJ0H8RGKZ6BTZYP":
 			io.WriteString(w, `{"jobs":[{"id":"01M8KAVXHYA0000000000000A1","status":"SUCCEEDED","exit_code":0},
-				{"id":"01M8KAVXHYA0000000000000A2","status":"RUNNING"}],"next":""}`)
+				{"id":"01M8KAVXHYA0000000000000A2","status":"RUNNING"},
+				{"id":"01M8KAVXHYA0000000000000A3","status":"FAILED","restarting":true}],"next":""}`)
 		default:
 			http.NotFound(w, r)
 		}
 	}))
 	defer srv.Close()
 	status, out, errOut := cli(context.Background(), "status", "--server", srv.URL, "01M8KAVXHYQWJ0H8RGKZ6BTZYP")
-	if status != 0 || !strings.Contains(out, "3 children: 1 RUNNING, 1 SUBMITTED, 1 SUCCEEDED") ||
+	if status != 0 || !strings.Contains(out, "4 children: 1 RUNNING, 2 SUBMITTED, 1 SUCCEEDED") ||
 		!strings.Contains(out, "└ 01M8KAVXHYA0000000000000A2  RUNNING") {
 		t.Fatalf("status of a running group: exit %d\n%s%s", status, out, errOut)
 	}

@@ -57,12 +57,16 @@ func statusCmd(e *env) *cobra.Command {
 }
 
 // liveSummary counts a group's children by the state each has now; a child the read
-// side has not shown yet (of the record's n) counts as SUBMITTED, as the group's own
-// verdict counts it.
+// side has not shown yet (of the record's n), and one that crashed and is about to run
+// again, count as SUBMITTED, as the group's own verdict (events.GroupOf) counts them.
 func liveSummary(n int, kids []jobView) *events.GroupSummary {
 	g := &events.GroupSummary{Children: max(n, len(kids)), Counts: map[events.Status]int{}}
 	for _, k := range kids {
-		g.Counts[events.Status(k.Status)]++
+		st := events.Status(k.Status)
+		if k.Restarting {
+			st = events.StatusSubmitted
+		}
+		g.Counts[st]++
 	}
 	if missing := g.Children - len(kids); missing > 0 {
 		g.Counts[events.StatusSubmitted] += missing
