@@ -161,8 +161,8 @@ func TestCLIDDSLocationExeIsUploaded(t *testing.T) {
 <main name="main"><task>one</task></main></topology>`)
 	ctx := context.Background()
 	t.Setenv("DDS_LOCATION", "")
-	if status, out, errOut := cli(ctx, "submit", "--server", server, topo); status == 0 || !strings.Contains(errOut, "$DDS_LOCATION, which is not set") {
-		t.Fatalf("submit without DDS_LOCATION: exit %d %s%s, want a refusal naming it", status, out, errOut)
+	if status, out, errOut := cli(ctx, "submit", "--server", server, topo); status != exitInvalid || !strings.Contains(errOut, "$DDS_LOCATION, which is not set") {
+		t.Fatalf("submit without DDS_LOCATION: exit %d %s%s, want a refusal naming it (exit %d, the input's)", status, out, errOut, exitInvalid)
 	}
 	t.Setenv("DDS_LOCATION", location)
 	status, out, errOut := cli(ctx, "submit", "--json", "--wait", "--server", server, topo)

@@ -59,8 +59,8 @@ func Upload(ctx context.Context, put Put, names []string, opt UploadOptions) (ma
 			continue
 		}
 		file, err := expandLeadingVar(local, opt.Getenv)
-		if err != nil {
-			return objects, n, fmt.Errorf("uploading %s: %w", local, err)
+		if err != nil { // the submitter's input, as a missing file is: a *fs.PathError
+			return objects, n, &fs.PathError{Op: "uploading", Path: local, Err: err}
 		}
 		name, k, err := uploadPath(ctx, put, localPath(opt.Dir, file), opt.Wrap)
 		n += k
