@@ -348,3 +348,23 @@ func TestSubmitFollow(t *testing.T) {
 		t.Errorf("the last line is %q", last)
 	}
 }
+
+// A long name is cut to its column; a path (a topology's task) keeps its end, where
+// siblings differ, and any other name keeps its start.
+func TestCutName(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"main/typeTwoGroup/TaskTypeOne_0", 20, "…Group/TaskTypeOne_0"},
+		{"main/typeTwoGroup/TaskTypeOne_12", 20, "…roup/TaskTypeOne_12"},
+		{"main/worker_1", 20, "main/worker_1"},
+		{"a rather long job name without a path", 20, "a rather long job n…"},
+		{"tabs\tand\nnewlines/in/a/name/that/is/long", 12, "…hat/is/long"},
+	} {
+		if got := cutName(c.in, c.n); got != c.want || len([]rune(got)) > c.n {
+			t.Errorf("cutName(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+	}
+}

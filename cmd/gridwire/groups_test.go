@@ -308,7 +308,7 @@ func TestCoallocationPolicyContinue(t *testing.T) {
 // status of a running group sums its children as they are now, as the tree under it
 // shows them, not as the record's summary had them at its last move (which can be hours
 // old while the children run); a child not shown yet, and one about to run again after a
-// crash, counts as SUBMITTED.
+// crash, counts as SUBMITTED. Each child's row names it (a topology's task path).
 func TestStatusOfAGroupSumsItsChildrenNow(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -318,7 +318,7 @@ func TestStatusOfAGroupSumsItsChildrenNow(t *testing.T) {
 				"group":{"children":4,"counts":{"QUEUED":2,"RUNNING":1}}}`)
 		case r.URL.Path == "/v1/jobs" && r.URL.Query().Get("parent") == "01M8KAVXHYQWJ0H8RGKZ6BTZYP":
 			io.WriteString(w, `{"jobs":[{"id":"01M8KAVXHYA0000000000000A1","status":"SUCCEEDED","exit_code":0},
-				{"id":"01M8KAVXHYA0000000000000A2","status":"RUNNING"},
+				{"id":"01M8KAVXHYA0000000000000A2","name":"main/workers/worker_1","status":"RUNNING"},
 				{"id":"01M8KAVXHYA0000000000000A3","status":"FAILED","restarting":true}],"next":""}`)
 		default:
 			http.NotFound(w, r)
@@ -327,7 +327,7 @@ func TestStatusOfAGroupSumsItsChildrenNow(t *testing.T) {
 	defer srv.Close()
 	status, out, errOut := cli(context.Background(), "status", "--server", srv.URL, "01M8KAVXHYQWJ0H8RGKZ6BTZYP")
 	if status != 0 || !strings.Contains(out, "4 children: 1 RUNNING, 2 SUBMITTED, 1 SUCCEEDED") ||
-		!strings.Contains(out, "└ 01M8KAVXHYA0000000000000A2  RUNNING") {
+		!strings.Contains(out, "└ 01M8KAVXHYA0000000000000A2  main/workers/worker_1  RUNNING") {
 		t.Fatalf("status of a running group: exit %d\n%s%s", status, out, errOut)
 	}
 	_, js, _ := cli(context.Background(), "status", "--json", "--server", srv.URL, "01M8KAVXHYQWJ0H8RGKZ6BTZYP")

@@ -218,12 +218,22 @@ func (t *jobTable) print(views ...jobView) {
 			continue
 		}
 		t.shown[v.ID] = state
-		fmt.Fprintf(t.w, format, v.ID, cut(v.Name, 20), v.Status, cut(v.Cluster, 12), exit,
+		fmt.Fprintf(t.w, format, v.ID, cutName(v.Name, 20), v.Status, cut(v.Cluster, 12), exit,
 			age(t.clk.now.Sub(v.SubmittedAt)), cut(v.Reason, 80))
 	}
 }
 
 // cut shortens s to n runes, marking the cut.
+// cutName cuts a job's name to n runes as cut does, except a path (a topology's task,
+// main/group/task_3, or a JRDL job's): its end tells siblings apart, so it keeps the end.
+func cutName(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n && strings.Contains(s, "/") {
+		return "…" + string(r[len(r)-n+1:])
+	}
+	return cut(s, n)
+}
+
 func cut(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if r := []rune(s); len(r) > n {
