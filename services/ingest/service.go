@@ -304,11 +304,13 @@ func (p prepared) accepted() Accepted {
 }
 
 // Link gives every job an ID and ties children to their parent record: a KindGroup job
-// first in the list is the parent of all that follow.
+// first in the list is the parent of all that follow. A group's children get consecutive
+// IDs in the description's order, so whatever lists them by ID (status's tree, the API's
+// ?parent=, list) lists them as the document wrote them; a parent of many names them as
+// that range.
 func Link(jobs []events.Job, submitter string) {
 	ids := make([]string, len(jobs))
-	if n := len(jobs) - 1; n > events.ChildListMax && jobs[0].Kind == events.KindGroup {
-		// A parent of many children names them as a range of consecutive IDs.
+	if n := len(jobs) - 1; n > 0 && jobs[0].Kind == events.KindGroup {
 		ids[0] = events.NewID()
 		r := events.NewIDRange(n)
 		for i := range n {
