@@ -329,7 +329,8 @@ func TestCompletionOfJobIDs(t *testing.T) {
 	}
 }
 
-// submit --follow prints each event of each job as it happens, then how each ended.
+// submit --follow prints each event of each job as it happens (an exit with its code),
+// then how each ended.
 func TestSubmitFollow(t *testing.T) {
 	server := serveCLI(t)
 	job := writeFile(t, t.TempDir(), "job.json", `{"version":3,"executable":"/bin/sh","arguments":["-c","exit 4"]}`)
@@ -339,7 +340,7 @@ func TestSubmitFollow(t *testing.T) {
 		t.Fatalf("submit --follow: %d\n%s%s", status, out, errOut)
 	}
 	id := strings.Fields(lines[len(lines)-1])[0]
-	for _, want := range []string{" " + id + " submitted", " " + id + " started", " " + id + " failed"} {
+	for _, want := range []string{" " + id + " submitted", " " + id + " started", " " + id + " exited: exit code 4\n", " " + id + " failed"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("submit --follow lacks %q:\n%s", want, out)
 		}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -206,18 +207,15 @@ func TestSubmitWaitFollowsAGroupThroughItsParent(t *testing.T) {
   <main name="main"><group name="g" n="12"><task>w</task></group></main>
 </topology>`)
 	status, out, errOut := cli(context.Background(), "submit", "--wait", "--server", front.URL, topo)
-	if status != 0 || strings.Count(out, " SUCCEEDED") != 12 {
-		t.Fatalf("submit --wait: exit %d\n%s%s\nwant 12 tasks SUCCEEDED", status, out, errOut)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if status != 0 || strings.Count(out, " SUCCEEDED\n") != 12 || !strings.HasSuffix(lines[len(lines)-1], " SUCCEEDED (12 children: 12 SUCCEEDED)") {
+		t.Fatalf("submit --wait: exit %d\n%s%s\nwant 12 tasks SUCCEEDED, then the group's verdict", status, out, errOut)
 	}
+	group := strings.Fields(lines[len(lines)-1])[0]
 	mu.Lock()
 	defer mu.Unlock()
-	if len(streams) != 1 {
-		t.Fatalf("event streams by job %v: want the parent record's alone", streams)
-	}
-	for job := range streams {
-		if strings.Contains(out, job) {
-			t.Fatalf("the one stream followed %s, a task, not the parent", job)
-		}
+	if len(streams) != 1 || streams[group] != 1 {
+		t.Fatalf("event streams by job %v: want the parent record's (%s) alone", streams, group)
 	}
 }
 
@@ -259,25 +257,38 @@ func followProxy(t *testing.T, server string, cutFirstFeed bool) (string, func()
 	}
 }
 
-// followedLines checks submit --follow's output for n tasks that all succeed: each
-// task's events from submitted to succeeded, each printed once and in order, then each
-// task's end.
+// followedLines checks submit --follow's output for a group of n tasks that all succeed:
+// each task's events from submitted to succeeded and the group's own (submitted, its move
+// to RUNNING unless its tasks all ended first, succeeded), each printed once and in order,
+// then each task's end, then the group's verdict with its counts.
 func followedLines(t *testing.T, out string, n int) {
 	t.Helper()
 	if got := strings.Count(out, " SUCCEEDED\n"); got != n {
 		t.Fatalf("%d tasks SUCCEEDED, want %d:\n%s", got, n, out)
 	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	last := strings.Fields(lines[len(lines)-1])
+	if want := fmt.Sprintf("SUCCEEDED (%d children: %d SUCCEEDED)", n, n); len(last) == 0 || !strings.HasSuffix(lines[len(lines)-1], want) {
+		t.Fatalf("the last line is %q, want the group's verdict %q:\n%s", lines[len(lines)-1], want, out)
+	}
+	group := last[0]
 	seen := map[string][]string{}
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+	for _, line := range lines[:len(lines)-1] {
 		if f := strings.Fields(line); len(f) >= 4 {
-			seen[f[2]] = append(seen[f[2]], f[3])
+			seen[f[2]] = append(seen[f[2]], strings.TrimSuffix(f[3], ":"))
 		}
 	}
-	if len(seen) != n {
-		t.Fatalf("events of %d jobs printed, want %d:\n%s", len(seen), n, out)
+	if len(seen) != n+1 {
+		t.Fatalf("events of %d jobs printed, want %d tasks and their group:\n%s", len(seen), n+1, out)
 	}
 	for id, names := range seen {
 		want := []string{"submitted", "incarnated", "queued", "started", "exited", "staged_out", "succeeded"}
+		if id == group {
+			want = []string{"submitted", "status_changed", "succeeded"}
+			if len(names) == 2 {
+				want = slices.Delete(want, 1, 2)
+			}
+		}
 		if strings.Join(names, " ") != strings.Join(want, " ") {
 			t.Fatalf("job %s printed %v, want %v once each, in order", id, names, want)
 		}
@@ -318,8 +329,8 @@ func TestSubmitFollowFallsBackToAStreamAJob(t *testing.T) {
 	}
 	followedLines(t, out, 5)
 	got := streams()
-	if got[""] != 1 || len(got) != 6 {
-		t.Fatalf("event streams by job %v: want the cut one of the whole log, then one a task", got)
+	if got[""] != 1 || len(got) != 7 {
+		t.Fatalf("event streams by job %v: want the cut one of the whole log, then one a task and one for the group", got)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -364,8 +365,11 @@ func waitAll(ctx context.Context, e *env, c *client, f *clientFlags, ids, parent
 		return nil
 	}
 	first := ids
+	if follow { // a group's own events (its moves, its verdict) are the submission's too
+		first = slices.Concat(ids, parents)
+	}
 	if feed != nil {
-		rest, err := followOnFeed(ctx, feed, ids, show)
+		rest, err := followOnFeed(ctx, feed, first, show)
 		feed.stop()
 		if err != nil {
 			return err
@@ -423,9 +427,35 @@ func waitAll(ctx context.Context, e *env, c *client, f *clientFlags, ids, parent
 		if err := json.NewEncoder(e.stdout).Encode(ends); err != nil {
 			return err
 		}
+	} else if err := printGroupEnds(ctx, e, c, parents, untilEnd); err != nil {
+		return err
 	}
 	if failed > 0 {
 		return exitCode(exitFailed)
+	}
+	return nil
+}
+
+// printGroupEnds prints each group's verdict after its children's ends, with its counts:
+// "ID FAILED: 1 of 3 children failed; first: ... (3 children: 1 FAILED, 2 SUCCEEDED)". A
+// group ends only after its last child, and its verdict is written a moment later, so one
+// not ended yet is followed to its end first.
+func printGroupEnds(ctx context.Context, e *env, c *client, parents []string, untilEnd func(context.Context, string) error) error {
+	for _, id := range parents {
+		v, err := c.job(ctx, id)
+		if err == nil && !events.Status(v.Status).Terminal() {
+			if err = untilEnd(ctx, id); err == nil {
+				v, err = c.job(ctx, id)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		line := outcome(v)
+		if v.Group != nil {
+			line += " (" + v.Group.String() + ")"
+		}
+		fmt.Fprintln(e.stdout, line)
 	}
 	return nil
 }
@@ -514,16 +544,30 @@ func outcome(v jobView) string {
 }
 
 // eventNote is the reason or error an event carries, for one line of --follow.
+// A state change says the state it moved to (and the target's own name for it), and an
+// exit its code: "status_changed: RUNNING (R)", "exited: exit code 3".
 func eventNote(ev events.Event) string {
 	var n struct {
-		Reason string `json:"reason"`
-		Error  string `json:"error"`
+		Reason      string `json:"reason"`
+		Error       string `json:"error"`
+		State       string `json:"state"`
+		NativeState string `json:"native_state"`
+		ExitCode    *int   `json:"exit_code"`
 	}
 	if json.Unmarshal(ev.Data, &n) != nil {
 		return ""
 	}
 	if s := firstOf(n.Reason, n.Error); s != "" {
 		return ": " + s
+	}
+	switch {
+	case ev.Name == events.StatusChanged && n.State != "":
+		if n.NativeState != "" && n.NativeState != n.State {
+			return ": " + n.State + " (" + n.NativeState + ")"
+		}
+		return ": " + n.State
+	case ev.Name == events.Exited && n.ExitCode != nil:
+		return fmt.Sprintf(": exit code %d", *n.ExitCode)
 	}
 	return ""
 }
