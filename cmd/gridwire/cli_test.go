@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -367,5 +368,32 @@ func TestCutName(t *testing.T) {
 		if got := cutName(c.in, c.n); got != c.want || len([]rune(got)) > c.n {
 			t.Errorf("cutName(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
 		}
+	}
+}
+
+// --help prints each flag's default; one taken from the environment must not be a secret
+// there (a bearer token, a NATS URL with a password), though the verbs still use it.
+func TestHelpShowsNoSecretFromTheEnvironment(t *testing.T) {
+	env := map[string]string{"GRIDWIRE_TOKEN": "tok-s3cr3t", "GRIDWIRE_NATS_URL": "nats://gw:pw-s3cr3t@127.0.0.1:4222",
+		"GRIDWIRE_NATS_PASSWORD": "pw-s3cr3t", "GRIDWIRE_NATS_TOKEN": "ntok-s3cr3t"}
+	getenv := func(k string) string { return env[k] }
+	for _, verb := range [][]string{{"list", "--help"}, {"serve", "--help"}, {"executor", "--help"}, {"ptp-proxy", "--help"}, {"audit", "invariants", "--help"}} {
+		var out, errb bytes.Buffer
+		status := runStatus(context.Background(), verb, getenv, &out, &errb)
+		if status != 0 || strings.Contains(out.String()+errb.String(), "s3cr3t") || !strings.Contains(out.String(), "--") {
+			t.Errorf("%v: exit %d, help shows a secret from the environment or nothing:\n%s%s", verb, status, out.String(), errb.String())
+		}
+	}
+	var seen string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = r.Header.Get("Authorization")
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jobs":[],"next":""}`)
+	}))
+	defer srv.Close()
+	env["GRIDWIRE_SERVER"] = srv.URL
+	var out, errb bytes.Buffer
+	if status := runStatus(context.Background(), []string{"list"}, getenv, &out, &errb); status != 0 || seen != "Bearer tok-s3cr3t" {
+		t.Fatalf("list with $GRIDWIRE_SERVER and $GRIDWIRE_TOKEN: exit %d, Authorization %q\n%s", status, seen, errb.String())
 	}
 }

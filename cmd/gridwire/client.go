@@ -39,12 +39,15 @@ type clientFlags struct {
 }
 
 func (f *clientFlags) register(fs *pflag.FlagSet, e *env) {
-	def := firstOf(e.getenv("GRIDWIRE_SERVER"), "http://127.0.0.1:8080")
-	fs.StringVar(&f.server, "server", def, "gridwire server: host:port or URL (default $GRIDWIRE_SERVER, else http://127.0.0.1:8080)")
-	fs.StringVar(&f.token, "token", e.getenv("GRIDWIRE_TOKEN"), "bearer token (default $GRIDWIRE_TOKEN)")
+	fs.StringVar(&f.server, "server", "", "gridwire server: host:port or URL (default $GRIDWIRE_SERVER, else http://127.0.0.1:8080)")
+	fs.StringVar(&f.token, "token", "", "bearer token (default $GRIDWIRE_TOKEN)")
 	fs.BoolVar(&f.json, "json", false, "print JSON (errors too, on stderr)")
 	fs.BoolVar(&f.utc, "utc", false, "print times in UTC (RFC 3339) instead of local time")
 	fs.IntVar(&f.retries, "retries", 5, "attempts to reach an unreachable server before giving up")
+	// Taken from the environment after the flags are made, so that --help, which prints
+	// a flag's default, never prints the caller's token.
+	f.server = firstOf(e.getenv("GRIDWIRE_SERVER"), "http://127.0.0.1:8080")
+	f.token = e.getenv("GRIDWIRE_TOKEN")
 }
 
 // client returns the client the flags describe; a server address without a scheme is

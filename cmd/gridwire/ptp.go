@@ -129,7 +129,8 @@ func ptpProxyCmd(e *env) *cobra.Command {
 	fs.StringVar(&f.host, "host", "", "the host Eclipse listens on")
 	fs.IntVar(&f.port, "port", 0, "the port Eclipse listens on")
 	fs.StringVar(&f.server, "server", e.getenv("GRIDWIRE_PTP_SERVER"), "address of a `serve --ptp-listen` endpoint to relay the session to (host:port or tcp://host:port)")
-	fs.StringVar(&f.token, "token", e.getenv("GRIDWIRE_TOKEN"), "API token for an endpoint that has tokens configured")
+	fs.StringVar(&f.token, "token", "", "API token for an endpoint that has tokens configured (default $GRIDWIRE_TOKEN)")
+	f.token = e.getenv("GRIDWIRE_TOKEN") // after the flag is made: --help never prints it
 	fs.IntVar(&f.debug, "debug", 0, "PTP's debug level (accepted; gridwire logs with --log-level)")
 	return cmd
 }

@@ -60,7 +60,7 @@ type busFlags struct {
 
 func (f *busFlags) register(fs *pflag.FlagSet, e *env) {
 	fs.StringVar(&f.data, "data", "", "data directory (embedded NATS store, local job directories); default $GRIDWIRE_DATA or ./.gridwire-data")
-	fs.StringVar(&f.natsURL, "nats-url", e.getenv("GRIDWIRE_NATS_URL"), "external NATS server or cluster URL; empty runs NATS embedded")
+	fs.StringVar(&f.natsURL, "nats-url", "", "external NATS server or cluster URL (default $GRIDWIRE_NATS_URL); empty runs NATS embedded")
 	fs.StringVar(&f.natsListen, "nats-listen", "", "with embedded NATS, also accept TCP clients here (e.g. 127.0.0.1:4222)")
 	fs.StringVar(&f.creds, "nats-creds", e.getenv("GRIDWIRE_NATS_CREDS"), "NATS credentials file for --nats-url")
 	fs.StringVar(&f.user, "nats-user", e.getenv("GRIDWIRE_NATS_USER"), "NATS user: for --nats-url, or the one user --nats-listen accepts")
@@ -82,6 +82,9 @@ func (f *busFlags) register(fs *pflag.FlagSet, e *env) {
 	if f.data == "" {
 		f.data = e.getenv("GRIDWIRE_DATA")
 	}
+	// Secrets, and a URL that may carry them (nats://user:pass@host), are taken from the
+	// environment after the flags are made: --help, which prints defaults, never shows them.
+	f.natsURL = e.getenv("GRIDWIRE_NATS_URL")
 	f.password = e.getenv("GRIDWIRE_NATS_PASSWORD")
 	f.token = e.getenv("GRIDWIRE_NATS_TOKEN")
 }
