@@ -397,3 +397,35 @@ func TestHelpShowsNoSecretFromTheEnvironment(t *testing.T) {
 		t.Fatalf("list with $GRIDWIRE_SERVER and $GRIDWIRE_TOKEN: exit %d, Authorization %q\n%s", status, seen, errb.String())
 	}
 }
+
+// A bad config file refuses the start with exit 3, each mistake as file:line: field:
+// what is wrong, and nothing made in the data directory (a bad signing key is found
+// before the store is opened).
+func TestServeRefusesABadConfigWithItsLines(t *testing.T) {
+	dir := t.TempDir()
+	base := "clusters:\n  - name: a\n    kind: fork\n    profile: fork\n"
+	for _, c := range []struct {
+		name, src string
+		want      []string
+	}{
+		{"kind", "clusters:\n  - name: a\n    kind: forky\n    profile: fork\n", []string{`kind.yaml:3: clusters[0].kind: "forky" is not fork or ssh`}},
+		{"types", base + "    info: {smp_size: lots}\n", []string{`types.yaml:5: clusters[0].info.smp_size: "lots" is not a whole number`}},
+		{"tokens", base + "tokens:\n  - token: short\n    principal: p\n    allow: [read]\n  - token: 0123456789abcdefgh\n    principal: q\n    allow: [reed]\n",
+			[]string{"tokens.yaml:6: tokens[0].token: must be at least 16 characters", `tokens.yaml:11: tokens[1].allow[0]: "reed" is not one of`}},
+		{"keys", base + "signing:\n  keys:\n    - role: ingest\n      key: UBAD\n", []string{`keys.yaml:7: signing.keys[0]: `}},
+		{"stager", base + "stager:\n  workers: -2\n  file_roots:\n    - path: relative\n",
+			[]string{"stager.yaml:6: stager.workers: -2 is below 0", `stager.yaml:8: stager.file_roots[0].path: "relative" is not absolute`}},
+	} {
+		cfg := writeFile(t, dir, c.name+".yaml", c.src)
+		data := filepath.Join(dir, c.name+"-data")
+		status, out, errOut := cli(context.Background(), "serve", "--config", cfg, "--data", data, "--http", "127.0.0.1:0")
+		for _, want := range c.want {
+			if status != exitInvalid || !strings.Contains(errOut, filepath.Join(dir, want)) {
+				t.Errorf("%s: exit %d %s%s, want exit %d and %q", c.name, status, out, errOut, exitInvalid, want)
+			}
+		}
+		if _, err := os.Stat(data); err == nil {
+			t.Errorf("%s: the refused start made %s", c.name, data)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/gridwire/gridwire/pkg/cluster"
 	"github.com/gridwire/gridwire/pkg/httpapi"
 )
 
@@ -29,7 +30,7 @@ Exit status:
   0  success
   1  a job did not succeed; audit or replay found a problem
   2  bad flags or arguments
-  3  input refused (a description is invalid, a file is missing or too large)
+  3  input refused (a description or the config file is invalid, a file is missing or too large)
   4  no such job; no data where an offline verb looked
   5  refused by the server (permission; the job has ended or is not held)
   6  the server could not be reached
@@ -96,6 +97,8 @@ func classify(err error) (string, int) {
 		return "unreachable", exitUnreachable
 	case errors.As(err, &api):
 		return api.Code, exitOfStatus(api.Status)
+	case errors.Is(err, cluster.ErrInvalid):
+		return "invalid_config", exitInvalid
 	case errors.As(err, &pe):
 		return "no_such_file", exitInvalid
 	}

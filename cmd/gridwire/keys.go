@@ -44,7 +44,7 @@ func openKeyset(dir string, cfg cluster.Config, log *slog.Logger) (*keyset, erro
 			err = k.ring.Add(strings.TrimSpace(listed.Key), events.Grant{Role: role, Clusters: listed.Clusters})
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: signing.keys[%d]: %w", cfg.Path, i, err)
+			return nil, cfg.Locate(fmt.Errorf("signing.keys[%d]: %w", i, err))
 		}
 	}
 	entries, err := os.ReadDir(dir)

@@ -85,7 +85,7 @@ func checkServe(config, httpAddr string) error {
 	}
 	auth, err := httpapi.NewAuth(cfg.Tokens)
 	if err != nil {
-		return fmt.Errorf("config tokens: %w", err)
+		return cfg.Locate(err)
 	}
 	return checkListen(auth, httpAddr)
 }

@@ -163,10 +163,16 @@ func openSystem(ctx context.Context, e *env, f *busFlags, needBus bool) (*system
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 	auth, err := httpapi.NewAuth(cfg.Tokens)
 	if err != nil {
-		return nil, fmt.Errorf("config tokens: %w", err)
+		return nil, cfg.Locate(err)
 	}
 	if f.replicas < 0 || f.replicas > 5 {
 		return nil, fmt.Errorf("--nats-replicas %d: JetStream allows 1 to 5 (0 picks by the cluster's size)", f.replicas)
+	}
+	// Read before anything is opened or made: a bad key refuses the start with nothing
+	// written (openKeyset only reads).
+	keys, err := openKeyset(f.keysDir(cfg, data), cfg, log)
+	if err != nil {
+		return nil, err
 	}
 	var lock *dirlock.Lock
 	if f.natsURL == "" {
@@ -193,13 +199,9 @@ func openSystem(ctx context.Context, e *env, f *busFlags, needBus bool) (*system
 	host, _ := os.Hostname()
 	sys := &system{bus: b, cfg: cfg, data: data, log: log, auth: auth, host: fmt.Sprintf("%s-%d", host, os.Getpid()), stager: stg,
 		protected: []string{data, cfg.Path, f.creds, f.caFile, f.certFile, f.keyFile}, lock: lock, replicas: n,
-		allowRootJobs: f.allowRootJobs, cacheBytes: -1}
+		allowRootJobs: f.allowRootJobs, cacheBytes: -1, keys: keys}
 	if f.stateCacheMiB > 0 {
 		sys.cacheBytes = int64(f.stateCacheMiB) << 20
-	}
-	if sys.keys, err = openKeyset(f.keysDir(cfg, data), cfg, log); err != nil {
-		sys.close()
-		return nil, err
 	}
 	if f.natsListen != "" {
 		sys.own = append(sys.own, f.natsListen)
@@ -214,7 +216,7 @@ func stagerSection(cfg cluster.Config) (stager.Config, error) {
 		return sc, err
 	}
 	if err := sc.Validate(); err != nil {
-		return sc, fmt.Errorf("%s: %w", cfg.Path, err)
+		return sc, cfg.Locate(err)
 	}
 	return sc, nil
 }

@@ -5,10 +5,10 @@
 package cluster
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
 
@@ -27,7 +27,8 @@ var ErrInvalid = errors.New("cluster: invalid config")
 // Config is the whole config file.
 type Config struct {
 	// Path is the file the config was read from ("" for the default config).
-	Path string `yaml:"-"`
+	Path string     `yaml:"-"`
+	pos  *positions // where each field is in that file (Locate)
 	// DataDir is where the embedded server and local job directories live.
 	DataDir string `yaml:"data_dir,omitempty"`
 	// ProfileDir holds OS profile XML files; empty means the built-in profiles.
@@ -171,20 +172,31 @@ func Load(path string) (Config, error) {
 	return Parse(path, data)
 }
 
-// Parse decodes config YAML; unknown fields are refused with their line.
+// Parse decodes config YAML. Every mistake is refused at once, each naming the file, the
+// line and the field: "gw.yaml:7: clusters[1].kind: "forky" is not fork or ssh".
 func Parse(name string, data []byte) (Config, error) {
 	var c Config
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil {
-		return Config{}, fmt.Errorf("%w: %s: %v", ErrInvalid, name, err)
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return Config{}, errors.Join(decodeErrors(name, err, nil)...)
 	}
-	c.Path = name
+	pos := positionsOf(&doc, "")
+	var errs []error
+	unknownKeys(&doc, reflect.TypeFor[Config](), "", &errs)
+	if len(errs) == 0 && !doc.IsZero() {
+		if err := doc.Decode(&c); err != nil {
+			errs = decodeErrors(name, err, pos)
+		}
+	}
+	if len(errs) > 0 {
+		return Config{}, locate(name, errors.Join(errs...), pos)
+	}
+	c.Path, c.pos = name, pos
 	if len(c.Clusters) == 0 {
 		c.Clusters = Default().Clusters
 	}
 	if err := c.Validate(); err != nil {
-		return Config{}, fmt.Errorf("%s: %w", name, err)
+		return Config{}, locate(name, err, pos)
 	}
 	return c, nil
 }
@@ -196,32 +208,32 @@ func (c Config) Validate() error {
 	for i, cl := range c.Clusters {
 		where := fmt.Sprintf("clusters[%d]", i)
 		if !namePattern.MatchString(cl.Name) {
-			errs = append(errs, fmt.Errorf("%w: %s.name: %q must be 1-64 letters, digits, - or _", ErrInvalid, where, cl.Name))
+			errs = append(errs, invalid(where+".name", "%q must be 1-64 letters, digits, - or _", cl.Name))
 		}
 		if seen[cl.Name] {
-			errs = append(errs, fmt.Errorf("%w: %s.name: %q is used twice", ErrInvalid, where, cl.Name))
+			errs = append(errs, invalid(where+".name", "%q is used twice", cl.Name))
 		}
 		seen[cl.Name] = true
 		switch cl.Kind {
 		case KindFork:
 		case KindSSH:
 			if len(cl.Hosts) == 0 {
-				errs = append(errs, fmt.Errorf("%w: %s.hosts: an ssh cluster needs at least one host", ErrInvalid, where))
+				errs = append(errs, invalid(where+".hosts", "an ssh cluster needs at least one host"))
 			}
 			if cl.KnownHosts == "" {
-				errs = append(errs, fmt.Errorf("%w: %s.known_hosts: an ssh cluster needs a known_hosts file", ErrInvalid, where))
+				errs = append(errs, invalid(where+".known_hosts", "an ssh cluster needs a known_hosts file"))
 			}
 		default:
-			errs = append(errs, fmt.Errorf("%w: %s.kind: %q is not fork or ssh", ErrInvalid, where, cl.Kind))
+			errs = append(errs, invalid(where+".kind", "%q is not fork or ssh", cl.Kind))
 		}
 		if cl.Kind != KindFork && (cl.RunAs != "" || cl.AllowRoot) {
-			errs = append(errs, fmt.Errorf("%w: %s.run_as, allow_root: only a fork cluster has them (an ssh cluster's jobs run as its user)", ErrInvalid, where))
+			errs = append(errs, invalid(where+".run_as", "run_as and allow_root: only a fork cluster has them (an ssh cluster's jobs run as its user)"))
 		}
 		if cl.RunAs == "root" || cl.RunAs == "0" {
-			errs = append(errs, fmt.Errorf("%w: %s.run_as: %q is root; name an unprivileged user, or set allow_root", ErrInvalid, where, cl.RunAs))
+			errs = append(errs, invalid(where+".run_as", "%q is root; name an unprivileged user, or set allow_root", cl.RunAs))
 		}
 		if strings.TrimSpace(cl.Profile) == "" {
-			errs = append(errs, fmt.Errorf("%w: %s.profile: missing", ErrInvalid, where))
+			errs = append(errs, invalid(where+".profile", "missing (the OS profile its jobs are rendered with: fork, slurm, pbs, ...)"))
 		}
 	}
 	return errors.Join(errs...)

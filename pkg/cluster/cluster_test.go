@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -47,7 +48,7 @@ func TestDecodeSectionIsStrict(t *testing.T) {
 	}
 	var s section
 	err = cfg.DecodeSection("stager", cfg.Stager, &s)
-	for _, want := range []string{"line 6: stager.http.alow", "line 9: stager.roots[1].pth", "line 11: stager.named.one.sise", "line 12: stager.extra", "gw.yaml"} {
+	for _, want := range []string{"gw.yaml:6: stager.http.alow: unknown key", "gw.yaml:9: stager.roots[1].pth: unknown key", "gw.yaml:11: stager.named.one.sise: unknown key", "gw.yaml:12: stager.extra: unknown key (known: backoff, http, named, roots, workers)"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not say %q", err, want)
 		}
@@ -82,8 +83,49 @@ func TestRetention(t *testing.T) {
 	}
 	for _, src := range []string{"-1h", "soon", "1.5d", "[1h]"} {
 		_, err := Parse("gw.yaml", []byte(base+"    retention: "+src+"\n"))
-		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "line 5") || !strings.Contains(err.Error(), "retention") {
+		if !errors.Is(err, ErrInvalid) || !strings.HasPrefix(err.Error(), "gw.yaml:5: clusters[0].retention: ") {
 			t.Errorf("retention %s: %v, want an error at line 5 naming retention", src, err)
 		}
+	}
+}
+
+// Every mistake in the file is reported at once, each as file:line: field: what is wrong,
+// with the type a value should have in the user's words, not Go's.
+func TestErrorsNameFileLineAndField(t *testing.T) {
+	src := "clusters:\n" +
+		"  - name: a\n" +
+		"    kind: forky\n" +
+		"  - name: a\n" +
+		"    kind: fork\n" +
+		"    profile: fork\n" +
+		"    info: {os_name: Linux, smp_size: lots}\n" +
+		"    allow_root: perhaps\n"
+	_, err := Parse("gw.yaml", []byte(src))
+	want := []string{
+		`gw.yaml:7: clusters[1].info.smp_size: "lots" is not a whole number`,
+		`gw.yaml:8: clusters[1].allow_root: "perhaps" is not true or false`,
+	}
+	if !errors.Is(err, ErrInvalid) || err.Error() != strings.Join(want, "\n") {
+		t.Errorf("type errors:\n%v\nwant\n%s", err, strings.Join(want, "\n"))
+	}
+	src = strings.Replace(strings.Replace(src, "smp_size: lots", "smp_size: 2", 1), "perhaps", "true", 1)
+	_, err = Parse("gw.yaml", []byte(src))
+	want = []string{
+		`gw.yaml:3: clusters[0].kind: "forky" is not fork or ssh`,
+		`gw.yaml:2: clusters[0].profile: missing (the OS profile its jobs are rendered with: fork, slurm, pbs, ...)`,
+		`gw.yaml:4: clusters[1].name: "a" is used twice`,
+	}
+	if !errors.Is(err, ErrInvalid) || err.Error() != strings.Join(want, "\n") {
+		t.Errorf("checks:\n%v\nwant\n%s", err, strings.Join(want, "\n"))
+	}
+	// yaml.v3 gives a syntax error the line where the construct it was reading began.
+	if _, err := Parse("gw.yaml", []byte("clusters:\n  - name: a\n   kind: fork\n")); !errors.Is(err, ErrInvalid) || !regexp.MustCompile(`^gw\.yaml:\d+: [^y]`).MatchString(err.Error()) {
+		t.Errorf("a syntax error: %v, want it as gw.yaml:LINE: what", err)
+	}
+	if _, err := Parse("gw.yaml", []byte("clusterz: []\n")); err == nil || !strings.HasPrefix(err.Error(), "gw.yaml:1: clusterz: unknown key (known: clusters, ") {
+		t.Errorf("an unknown top-level key: %v", err)
+	}
+	if c, err := Parse("gw.yaml", []byte("# nothing yet\n")); err != nil || len(c.Clusters) != 1 || c.Clusters[0].Name != "local" {
+		t.Errorf("an empty file: %+v %v, want the default cluster", c, err)
 	}
 }

@@ -20,11 +20,11 @@ type Retention struct {
 // and refuses anything else, or a negative one, with its line.
 func (r *Retention) UnmarshalYAML(node *yaml.Node) error {
 	d, err := parseRetention(node.Value)
-	if node.Kind != yaml.ScalarNode || err != nil {
-		if err == nil {
-			err = fmt.Errorf("not a duration")
-		}
-		return fmt.Errorf("line %d: retention: %q: %v (a duration such as 36h, a number of days such as 7d, or 0)", node.Line, node.Value, err)
+	if node.Kind != yaml.ScalarNode {
+		err = fmt.Errorf("not a single value")
+	}
+	if err != nil {
+		return &fieldError{line: node.Line, msg: fmt.Sprintf("%q: %v (a duration such as 36h, a number of days such as 7d, or 0)", node.Value, err)}
 	}
 	r.After = d
 	return nil

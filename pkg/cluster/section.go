@@ -25,15 +25,16 @@ func (c Config) DecodeSection(name string, node yaml.Node, v any) error {
 	}
 	var errs []error
 	unknownKeys(&node, reflect.TypeOf(v), name, &errs)
+	pos := positionsOf(&node, name)
 	if len(errs) == 0 {
 		if err := node.Decode(v); err != nil {
-			errs = append(errs, err)
+			errs = decodeErrors(file, err, pos)
 		}
 	}
-	for i, err := range errs {
-		errs[i] = fmt.Errorf("%w: %s: %v", ErrInvalid, file, err)
+	if len(errs) == 0 {
+		return nil
 	}
-	return errors.Join(errs...)
+	return locate(file, errors.Join(errs...), pos)
 }
 
 var nodeType = reflect.TypeFor[yaml.Node]()
@@ -61,7 +62,7 @@ func unknownKeys(node *yaml.Node, t reflect.Type, path string, errs *[]error) {
 	case node.Kind != yaml.MappingNode:
 	case t.Kind() == reflect.Map:
 		for i := 0; i+1 < len(node.Content); i += 2 {
-			unknownKeys(node.Content[i+1], t.Elem(), path+"."+node.Content[i].Value, errs)
+			unknownKeys(node.Content[i+1], t.Elem(), joinPath(path, node.Content[i].Value), errs)
 		}
 	case t.Kind() == reflect.Struct:
 		fields := yamlFields(t)
@@ -69,11 +70,11 @@ func unknownKeys(node *yaml.Node, t reflect.Type, path string, errs *[]error) {
 			key := node.Content[i]
 			ft, ok := fields[key.Value]
 			if !ok {
-				*errs = append(*errs, fmt.Errorf("line %d: %s.%s: unknown key (known: %s)",
-					key.Line, path, key.Value, strings.Join(sortedKeys(fields), ", ")))
+				*errs = append(*errs, &fieldError{line: key.Line, path: joinPath(path, key.Value),
+					msg: "unknown key (known: " + strings.Join(sortedKeys(fields), ", ") + ")"})
 				continue
 			}
-			unknownKeys(node.Content[i+1], ft, path+"."+key.Value, errs)
+			unknownKeys(node.Content[i+1], ft, joinPath(path, key.Value), errs)
 		}
 	}
 }

@@ -86,7 +86,7 @@ func validatePlugins(ps []Plugin) error {
 	var errs []error
 	seen := map[string]int{}
 	for i, p := range ps {
-		where := fmt.Sprintf("stager: plugins[%d]", i)
+		where := fmt.Sprintf("stager.plugins[%d]", i)
 		errs = append(errs, p.validate(where))
 		for _, s := range p.Schemes {
 			if j, ok := seen[s]; ok {

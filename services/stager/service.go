@@ -98,19 +98,19 @@ func (c Config) Validate() error {
 		{"backoff_max", int64(c.BackoffMax)}, {"max_file_bytes", c.MaxFileBytes},
 		{"idle_timeout", int64(c.IdleTimeout)}} {
 		if n.v < 0 {
-			errs = append(errs, fmt.Errorf("stager: %s %d < 0", n.name, n.v))
+			errs = append(errs, fmt.Errorf("stager.%s: %d is below 0", n.name, n.v))
 		}
 	}
 	if _, err := c.HTTP.compile(); err != nil {
-		errs = append(errs, fmt.Errorf("stager: %w", err))
+		errs = append(errs, prefixEach("stager.", err))
 	}
 	for i, r := range c.FileRoots {
-		if err := r.validate(fmt.Sprintf("stager: file_roots[%d]", i)); err != nil {
+		if err := r.validate(fmt.Sprintf("stager.file_roots[%d]", i)); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	for i, r := range c.TargetPaths {
-		if err := r.validateTarget(fmt.Sprintf("stager: target_paths[%d]", i)); err != nil {
+		if err := r.validateTarget(fmt.Sprintf("stager.target_paths[%d]", i)); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -119,10 +119,25 @@ func (c Config) Validate() error {
 	}
 	for i, p := range c.Protected {
 		if !filepath.IsAbs(p) {
-			errs = append(errs, fmt.Errorf("stager: protected[%d]: %q is not absolute", i, p))
+			errs = append(errs, fmt.Errorf("stager.protected[%d]: %q is not absolute", i, p))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// prefixEach puts prefix before each of err's joined errors, so each names its field
+// of the config file in full ("stager.http.allow[0]: ...").
+func prefixEach(prefix string, err error) error {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return fmt.Errorf("%s%w", prefix, err)
+	}
+	errs := j.Unwrap()
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		out[i] = fmt.Errorf("%s%w", prefix, e)
+	}
+	return errors.Join(out...)
 }
 
 // protected is every path staging never touches: Protected, and the keys, known_hosts
