@@ -99,16 +99,18 @@ func TestErrorsNameFileLineAndField(t *testing.T) {
 		"    kind: fork\n" +
 		"    profile: fork\n" +
 		"    info: {os_name: Linux, smp_size: lots}\n" +
-		"    allow_root: perhaps\n"
+		"    allow_root: perhaps\n" +
+		"    lrms: [Fork]\n"
 	_, err := Parse("gw.yaml", []byte(src))
 	want := []string{
 		`gw.yaml:7: clusters[1].info.smp_size: "lots" is not a whole number`,
 		`gw.yaml:8: clusters[1].allow_root: "perhaps" is not true or false`,
+		`gw.yaml:9: clusters[1].lrms: a list is not a string`,
 	}
 	if !errors.Is(err, ErrInvalid) || err.Error() != strings.Join(want, "\n") {
 		t.Errorf("type errors:\n%v\nwant\n%s", err, strings.Join(want, "\n"))
 	}
-	src = strings.Replace(strings.Replace(src, "smp_size: lots", "smp_size: 2", 1), "perhaps", "true", 1)
+	src = strings.NewReplacer("smp_size: lots", "smp_size: 2", "perhaps", "true", "[Fork]", "Fork").Replace(src)
 	_, err = Parse("gw.yaml", []byte(src))
 	want = []string{
 		`gw.yaml:3: clusters[0].kind: "forky" is not fork or ssh`,

@@ -143,7 +143,7 @@ func (p *positions) keyAt(line int) string {
 
 var (
 	lineMsg    = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
-	cannotInto = regexp.MustCompile("^cannot unmarshal !!\\w+ `(.*)` into (.+)$")
+	cannotInto = regexp.MustCompile("^cannot unmarshal !!(\\w+)(?: `(.*)`)? into (.+)$")
 )
 
 // decodeErrors turns a yaml.v3 error into fieldErrors naming the file, line and field:
@@ -170,13 +170,23 @@ func decodeErrors(file string, err error, pos *positions) []error {
 		if g := lineMsg.FindStringSubmatch(m); g != nil {
 			fe.line, _ = strconv.Atoi(g[1])
 			fe.msg = g[2]
-			value := ""
+			scalar, value := true, ""
 			if c := cannotInto.FindStringSubmatch(fe.msg); c != nil {
-				value = c[1]
-				fe.msg = fmt.Sprintf("%q is not %s", c[1], kindOf(c[2]))
+				switch c[1] {
+				case "seq":
+					scalar, fe.msg = false, "a list is not "+kindOf(c[3])
+				case "map":
+					scalar, fe.msg = false, "a mapping is not "+kindOf(c[3])
+				default:
+					value, fe.msg = c[2], fmt.Sprintf("%q is not %s", c[2], kindOf(c[3]))
+				}
 			}
-			if pos != nil {
+			switch {
+			case pos == nil:
+			case scalar:
 				fe.path = pos.pathAt(fe.line, value)
+			default: // a list or mapping where a value belongs: the key it is under
+				fe.path = pos.keyAt(fe.line)
 			}
 		}
 		out = append(out, fe)
