@@ -240,10 +240,10 @@ func locate(file string, err error, pos *positions) error {
 
 var leadingPath = regexp.MustCompile(`^([a-z_]+(?:\[\d+\])?(?:\.[a-z_]+(?:\[\d+\])?)*): (.*)$`)
 
-// Locate names the file and line of each error of err that begins with a field of this
-// config ("tokens[1].token: must be at least 16 characters", as a service checking its
-// part of the config words it), so that it reads "gw.yaml:9: tokens[1].token: ...".
-// Other errors are returned as they are.
+// Locate words err, a check of this config's contents (by a service, of its part), as
+// the config's own mistakes: each of its errors names the file, and the line of the
+// field it begins with ("tokens[1].token: must be at least 16 characters" becomes
+// "gw.yaml:9: tokens[1].token: ..."). Each wraps ErrInvalid.
 func (c Config) Locate(err error) error {
 	if err == nil || c.Path == "" {
 		return err
@@ -255,8 +255,13 @@ func (c Config) Locate(err error) error {
 		errs = []error{err}
 	}
 	for i, e := range errs {
-		if g := leadingPath.FindStringSubmatch(e.Error()); g != nil && c.pos != nil && c.pos.lineOf(g[1]) > 0 {
+		var fe *fieldError
+		switch g := leadingPath.FindStringSubmatch(e.Error()); {
+		case errors.As(e, &fe):
+		case g != nil:
 			errs[i] = &fieldError{path: g[1], msg: g[2]}
+		default:
+			errs[i] = &fieldError{msg: e.Error()}
 		}
 	}
 	return locate(c.Path, errors.Join(errs...), c.pos)
