@@ -20,11 +20,20 @@ type GroupSummary struct {
 	Counts   map[Status]int `json:"counts,omitempty"`
 }
 
-// String is the summary as people read it: "3 children: 2 SUCCEEDED, 1 FAILED".
+// String is the summary as people read it: "3 children: 2 SUCCEEDED, 1 FAILED",
+// "1 child: 1 RUNNING", "no children".
 func (g GroupSummary) String() string {
 	var parts []string
 	for _, st := range slices.Sorted(maps.Keys(g.Counts)) {
-		parts = append(parts, fmt.Sprintf("%d %s", g.Counts[st], st))
+		if g.Counts[st] != 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", g.Counts[st], st))
+		}
+	}
+	switch {
+	case g.Children == 0 && len(parts) == 0:
+		return "no children"
+	case g.Children == 1:
+		return "1 child: " + strings.Join(parts, ", ")
 	}
 	return fmt.Sprintf("%d children: %s", g.Children, strings.Join(parts, ", "))
 }

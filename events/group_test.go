@@ -157,3 +157,19 @@ func TestGroupOfNoChildrenSucceeds(t *testing.T) {
 		t.Fatalf("parent %s (%v), want SUCCEEDED", parent.Status, err)
 	}
 }
+
+// The summary reads as English for one child and for none.
+func TestGroupSummaryStringCountsInWords(t *testing.T) {
+	for _, c := range []struct {
+		g    events.GroupSummary
+		want string
+	}{
+		{events.GroupSummary{Children: 3, Counts: map[events.Status]int{events.StatusSucceeded: 2, events.StatusFailed: 1}}, "3 children: 1 FAILED, 2 SUCCEEDED"},
+		{events.GroupSummary{Children: 1, Counts: map[events.Status]int{events.StatusRunning: 1, events.StatusQueued: 0}}, "1 child: 1 RUNNING"},
+		{events.GroupSummary{}, "no children"},
+	} {
+		if got := c.g.String(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.g, got, c.want)
+		}
+	}
+}
