@@ -335,3 +335,36 @@ func TestStatusOfAGroupSumsItsChildrenNow(t *testing.T) {
 		t.Errorf("--json is the API's record as it is: %s", js)
 	}
 }
+
+// A session a topology update shrank: the children it removed still name it as their
+// parent, so ?parent= lists them, but they are no longer its children. status counts
+// the session's children alone, as its own verdict does, and lists the removed apart.
+func TestStatusOfAnUpdatedSessionCountsItsMembers(t *testing.T) {
+	const parent = "01M8KAVXHYQWJ0H8RGKZ6BTZYP"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.URL.Path == "/v1/jobs/"+parent:
+			io.WriteString(w, `{"id":"`+parent+`","status":"RUNNING","kind":"group","children":1,
+				"group":{"children":3,"counts":{"RUNNING":3}}}`)
+		case r.URL.Path == "/v1/jobs/"+parent+"/events":
+			io.WriteString(w, `[{"id":"01M8KAVXHYE0000000000000E1","name":"submitted","job":"`+parent+`","seq":1,"data":{"kind":"group"}},
+				{"id":"01M8KAVXHYE0000000000000E2","name":"session_updated","job":"`+parent+`","seq":9,
+				 "data":{"removed":["01M8KAVXHYA0000000000000A2","01M8KAVXHYA0000000000000A3"]}}]`)
+		case r.URL.Path == "/v1/jobs" && r.URL.Query().Get("parent") == parent:
+			io.WriteString(w, `{"jobs":[{"id":"01M8KAVXHYA0000000000000A1","name":"main/g/s_0","status":"RUNNING"},
+				{"id":"01M8KAVXHYA0000000000000A2","name":"main/g/s_1","status":"CANCELLED"},
+				{"id":"01M8KAVXHYA0000000000000A3","name":"main/g/s_2","status":"CANCELLED"}],"next":""}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	status, out, errOut := cli(context.Background(), "status", "--server", srv.URL, parent)
+	members, removed, _ := strings.Cut(out, "removed from "+parent+" by a topology update")
+	if status != 0 || !strings.Contains(out, "group  1 child: 1 RUNNING\n") ||
+		!strings.Contains(members, "A1  main/g/s_0") || strings.Contains(members, "A2") ||
+		!strings.Contains(removed, "A2  main/g/s_1") || !strings.Contains(removed, "A3  main/g/s_2") {
+		t.Fatalf("status of an updated session: exit %d\n%s%s", status, out, errOut)
+	}
+}

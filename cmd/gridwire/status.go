@@ -45,11 +45,22 @@ func statusCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			v.Group = liveSummary(v.Children, kids)
+			var gone map[string]bool
+			if len(kids) > v.Children {
+				// A topology update took some out of the session: they still name it
+				// as their parent, but are not its children now. Its history says which.
+				evs, err := c.history(cmd.Context(), v.ID)
+				if err != nil {
+					return err
+				}
+				gone = removedFromSession(evs)
+			}
+			members, _ := splitRemoved(kids, gone)
+			v.Group = liveSummary(v.Children, members)
 			if err := printStatus(e, v, newClock(f.utc)); err != nil {
 				return err
 			}
-			return printChildren(cmd.Context(), e, c, v.ID, kids)
+			return printChildren(cmd.Context(), e, c, v.ID, kids, gone)
 		},
 	}
 	f.register(cmd.Flags(), e)
@@ -127,10 +138,48 @@ func isGroup(evs []events.Event) bool {
 
 // printChildren prints a parent record's children (read by childrenOf) as a tree below
 // it, one row a child in document order (a child that is a group itself has its own
-// children indented).
-func printChildren(ctx context.Context, e *env, c *client, parent string, kids []jobView) error {
+// children indented); those a topology update removed from the session (gone) come
+// after, under a heading of their own.
+func printChildren(ctx context.Context, e *env, c *client, parent string, kids []jobView, gone map[string]bool) error {
+	members, removed := splitRemoved(kids, gone)
 	fmt.Fprintf(e.stdout, "\nchildren of %s\n", parent)
-	return printKids(ctx, e, c, kids, "", 0)
+	if err := printKids(ctx, e, c, members, "", 0); err != nil {
+		return err
+	}
+	if len(removed) == 0 {
+		return nil
+	}
+	fmt.Fprintf(e.stdout, "\nremoved from %s by a topology update\n", parent)
+	return printKids(ctx, e, c, removed, "", 0)
+}
+
+// removedFromSession is every child a session's topology updates took out of it, from
+// the session's own history.
+func removedFromSession(evs []events.Event) map[string]bool {
+	gone := map[string]bool{}
+	for _, ev := range evs {
+		var d events.SessionUpdateData
+		if ev.Name == events.SessionUpdated && ev.Payload(&d) == nil {
+			for _, id := range d.Removed {
+				gone[id] = true
+			}
+		}
+	}
+	return gone
+}
+
+func splitRemoved(kids []jobView, gone map[string]bool) (members, removed []jobView) {
+	if len(gone) == 0 {
+		return kids, nil
+	}
+	for _, k := range kids {
+		if gone[k.ID] {
+			removed = append(removed, k)
+		} else {
+			members = append(members, k)
+		}
+	}
+	return members, removed
 }
 
 func printTree(ctx context.Context, e *env, c *client, parent, indent string, depth int) error {
@@ -227,7 +276,7 @@ func historyCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printChildren(cmd.Context(), e, c, args[0], kids)
+			return printChildren(cmd.Context(), e, c, args[0], kids, removedFromSession(evs))
 		},
 	}
 	f.register(cmd.Flags(), e)
