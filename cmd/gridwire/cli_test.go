@@ -429,3 +429,27 @@ func TestServeRefusesABadConfigWithItsLines(t *testing.T) {
 		}
 	}
 }
+
+// A word that is no verb is refused with exit 2 and the nearest verbs, at the top and
+// under a verb that only groups others; cobra alone would print the help and succeed.
+func TestUnknownVerbsAreRefused(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"submt"}, `unknown command "submt" for gridwire; ` + "`gridwire --help`" + ` lists them; did you mean submit?`},
+		{[]string{"topology", "upd"}, `unknown command "upd" for gridwire topology; ` + "`gridwire topology --help`" + ` lists them; did you mean update?`},
+		{[]string{"profiles", "list"}, `unknown command "list" for gridwire profiles`},
+		{[]string{"audit", "bogus"}, `unknown command "bogus" for gridwire audit`},
+	} {
+		status, out, errOut := cli(context.Background(), c.args...)
+		if status != exitUsage || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d %s%s, want exit %d and %q", c.args, status, out, errOut, exitUsage, c.want)
+		}
+	}
+	for _, args := range [][]string{nil, {"audit"}, {"topology"}} {
+		if status, out, _ := cli(context.Background(), args...); status != 0 || !strings.Contains(out, "Available Commands") && !strings.Contains(out, "Usage:") {
+			t.Errorf("%v alone: exit %d, want its help\n%s", args, status, out)
+		}
+	}
+}

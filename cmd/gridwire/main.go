@@ -100,17 +100,6 @@ func newRoot(e *env) *cobra.Command {
 		SilenceUsage:               true,
 		SilenceErrors:              true,
 		SuggestionsMinimumDistance: 2,
-		Args:                       cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return cmd.Help()
-			}
-			msg := "unknown command %q for gridwire; `gridwire --help` lists them"
-			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
-				msg += "; did you mean " + strings.Join(s, " or ") + "?"
-			}
-			return usageErrorf(msg, args[0])
-		},
 	}
 	root.AddGroup(
 		&cobra.Group{ID: groupFollow, Title: "Submit and follow jobs:"},
@@ -121,7 +110,33 @@ func newRoot(e *env) *cobra.Command {
 	root.SetUsageTemplate(root.UsageTemplate() + exitHelp)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErrorf("%v", err) })
 	root.AddCommand(commands(e)...)
+	refuseUnknownVerbs(root)
 	return root
+}
+
+// refuseUnknownVerbs makes the root and every verb that only groups others (audit,
+// profiles, topology, ...) refuse a word that is none of their verbs, with exit 2 and
+// the nearest ones, where cobra would print the help and succeed: a script's typo must
+// not pass for done.
+func refuseUnknownVerbs(cmd *cobra.Command) {
+	for _, sub := range cmd.Commands() {
+		refuseUnknownVerbs(sub)
+	}
+	if !cmd.HasSubCommands() || cmd.Runnable() {
+		return
+	}
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.SuggestionsMinimumDistance = 2
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		msg := "unknown command %q for %s; `%s --help` lists them"
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "; did you mean " + strings.Join(s, " or ") + "?"
+		}
+		return usageErrorf(msg, args[0], cmd.CommandPath(), cmd.CommandPath())
+	}
 }
 
 func execute(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (*cobra.Command, error) {
