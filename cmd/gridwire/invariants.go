@@ -38,6 +38,9 @@ func auditInvariantsCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := requireLog(f); err != nil {
+				return err
+			}
 			sys, err := openSystem(cmd.Context(), e, f, true)
 			if err != nil {
 				return err

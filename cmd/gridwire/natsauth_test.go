@@ -116,3 +116,35 @@ func TestAuditInvariantsVerb(t *testing.T) {
 		t.Fatalf("a job no submission named: %v\n%s", err, out)
 	}
 }
+
+// The verbs that read the log offline refuse a directory with no log (exit 4, nothing
+// made there: an empty store would pass every check) and one a running gridwire holds
+// (exit 5, saying how to read that log through NATS instead).
+func TestOfflineVerbsNeedALogTheyMayRead(t *testing.T) {
+	empty := filepath.Join(t.TempDir(), "nowhere")
+	verbs := [][]string{{"audit", "invariants"}, {"audit", "verify", "--all"}, {"replay"}}
+	for _, v := range verbs {
+		status, out, errOut := cli(context.Background(), append(v, "--data", empty)...)
+		if status != exitNotFound || !strings.Contains(errOut, "no gridwire log in "+empty) {
+			t.Errorf("%v on no log: exit %d %s%s, want exit %d", v, status, out, errOut, exitNotFound)
+		}
+		if _, err := os.Stat(empty); err == nil {
+			t.Fatalf("%v made %s", v, empty)
+		}
+	}
+	held := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(held, "jetstream"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := dirlock.Acquire(held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release()
+	for _, v := range verbs {
+		status, out, errOut := cli(context.Background(), append(v, "--data", held)...)
+		if status != exitRefused || !strings.Contains(errOut, "a running gridwire serves this log") || !strings.Contains(errOut, "--nats-url") {
+			t.Errorf("%v on a held log: exit %d %s%s, want exit %d and how to read it through NATS", v, status, out, errOut, exitRefused)
+		}
+	}
+}
