@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -218,12 +219,7 @@ func kindOf(goType string) string {
 // locate gives each fieldError of err (as Validate returns them) the file and the line
 // of its field; other errors are returned as they are.
 func locate(file string, err error, pos *positions) error {
-	var errs []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	} else {
-		errs = []error{err}
-	}
+	errs := splitJoined(err)
 	for i, e := range errs {
 		var fe *fieldError
 		if errors.As(e, &fe) {
@@ -238,6 +234,14 @@ func locate(file string, err error, pos *positions) error {
 	return errors.Join(errs...)
 }
 
+// splitJoined is a copy of the errors errors.Join joined into err, or err alone.
+func splitJoined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return slices.Clone(j.Unwrap())
+	}
+	return []error{err}
+}
+
 var leadingPath = regexp.MustCompile(`^([a-z_]+(?:\[\d+\])?(?:\.[a-z_]+(?:\[\d+\])?)*): (.*)$`)
 
 // Locate words err, a check of this config's contents (by a service, of its part), as
@@ -248,12 +252,7 @@ func (c Config) Locate(err error) error {
 	if err == nil || c.Path == "" {
 		return err
 	}
-	var errs []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	} else {
-		errs = []error{err}
-	}
+	errs := splitJoined(err)
 	for i, e := range errs {
 		var fe *fieldError
 		switch g := leadingPath.FindStringSubmatch(e.Error()); {
