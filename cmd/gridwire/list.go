@@ -223,7 +223,6 @@ func (t *jobTable) print(views ...jobView) {
 	}
 }
 
-// cut shortens s to n runes, marking the cut.
 // cutName cuts a job's name to n runes as cut does, except a path (a topology's task,
 // main/group/task_3, or a JRDL job's): its end tells siblings apart, so it keeps the end.
 func cutName(s string, n int) string {
@@ -234,6 +233,7 @@ func cutName(s string, n int) string {
 	return cut(s, n)
 }
 
+// cut shortens s to n runes, marking the cut.
 func cut(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if r := []rune(s); len(r) > n {
