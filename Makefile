@@ -9,8 +9,10 @@ TESTFLAGS ?= -count=1 -timeout 20m
 
 all: lint build test
 
+# cmd/gridwire is one main package: `go build ./...` there would leave its binary in the
+# source tree, so it is built once, into $(BIN).
 build:
-	@for m in $(MODULES); do (cd $$m && $(GO) build ./...) || exit 1; done
+	@for m in $(filter-out cmd/gridwire,$(MODULES)); do (cd $$m && $(GO) build ./...) || exit 1; done
 	$(GO) build -o $(BIN) ./cmd/gridwire
 
 test: lint
