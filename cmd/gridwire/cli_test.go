@@ -413,6 +413,8 @@ func TestServeRefusesABadConfigWithItsLines(t *testing.T) {
 		{"tokens", base + "tokens:\n  - token: short\n    principal: p\n    allow: [read]\n  - token: 0123456789abcdefgh\n    principal: q\n    allow: [reed]\n",
 			[]string{"tokens.yaml:6: tokens[0].token: must be at least 16 characters", `tokens.yaml:11: tokens[1].allow[0]: "reed" is not one of`}},
 		{"keys", base + "signing:\n  keys:\n    - role: ingest\n      key: UBAD\n", []string{`keys.yaml:7: signing.keys[0]: `}},
+		{"profile", "clusters:\n  - name: a\n    kind: fork\n    profile: nosuch\n", []string{`profile.yaml:4: clusters[0].profile: cluster a: profile "nosuch" is not in the profile set`}},
+		{"profiledir", "profile_dir: /nonexistent/profiles\n" + base, []string{"profiledir.yaml:1: profile_dir: reading profile directory /nonexistent/profiles: no such file or directory"}},
 		{"stager", base + "stager:\n  workers: -2\n  file_roots:\n    - path: relative\n",
 			[]string{"stager.yaml:6: stager.workers: -2 is below 0", `stager.yaml:8: stager.file_roots[0].path: "relative" is not absolute`}},
 	} {

@@ -37,7 +37,7 @@ func renderCmd(e *env) *cobra.Command {
 			}
 			planner, err := incarnator.NewPlanner(cfg, set, root)
 			if err != nil {
-				return err
+				return cfg.Locate(err)
 			}
 			r := renderer{e: e, planner: planner, scripts: scripts, json: asJSON, format: format}
 			var bad []error

@@ -2,11 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
+	"path/filepath"
 
 	"github.com/gridwire/gridwire/pkg/cluster"
 	"github.com/gridwire/gridwire/pkg/httpapi"
+	"github.com/gridwire/gridwire/services/incarnator"
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 )
@@ -30,6 +34,9 @@ func serveCmd(e *env) *cobra.Command {
 
 func serve(ctx context.Context, e *env, f *busFlags, httpAddr, ptpAddr string) error {
 	if err := checkServe(f.config, httpAddr); err != nil {
+		return err
+	}
+	if err := checkClusters(f); err != nil {
 		return err
 	}
 	if ptpAddr != "" {
@@ -74,6 +81,29 @@ func serve(ctx context.Context, e *env, f *busFlags, httpAddr, ptpAddr string) e
 		"nats", firstOf(sys.bus.ClientURL(), "in-process"), "clusters", len(sys.cfg.Clusters))
 	fmt.Fprintf(e.stderr, "gridwire: HTTP API on http://%s\n", addr)
 	return g.Wait()
+}
+
+// checkClusters plans every cluster of the config with its OS profile before anything
+// starts, as the incarnator will: a profile that is missing or cannot run jobs refuses
+// the start with the config's line, with nothing made under --data.
+func checkClusters(f *busFlags) error {
+	cfg, err := cluster.Load(f.config)
+	if err != nil {
+		return err
+	}
+	profiles, err := incarnator.LoadProfiles(cfg.ProfileDir)
+	if errors.Is(err, fs.ErrNotExist) && cfg.ProfileDir != "" {
+		return cfg.Locate(fmt.Errorf("profile_dir: %w", err))
+	}
+	if err != nil {
+		return err
+	}
+	data, err := filepath.Abs(firstOf(f.data, cfg.DataDir, ".gridwire-data"))
+	if err != nil {
+		return err
+	}
+	_, err = incarnator.NewPlanner(cfg, profiles, filepath.Join(data, "jobs"))
+	return cfg.Locate(err)
 }
 
 // checkServe reads the API tokens of the config before anything starts: with none, only

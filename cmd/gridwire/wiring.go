@@ -418,7 +418,7 @@ func (s *system) startIncarnator(ctx context.Context, g *errgroup.Group, c conn,
 	}
 	planner, err := incarnator.NewPlanner(s.cfg, profiles, filepath.Join(s.data, "jobs"))
 	if err != nil {
-		return err
+		return s.cfg.Locate(err)
 	}
 	g.Go(func() error {
 		return incarnator.Run(ctx, incarnator.Config{Workers: 32},

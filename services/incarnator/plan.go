@@ -85,10 +85,10 @@ func NewPlanner(cfg cluster.Config, profiles *profile.Set, workRoot string) (*Pr
 		forkOnly = forkOnly && isFork(cl.LRMS)
 	}
 	var errs []error
-	for _, cl := range cfg.Clusters {
+	for i, cl := range cfg.Clusters {
 		t, err := newTarget(cl, profiles, workRoot, local, cfg)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("cluster %s: %w", cl.Name, err))
+		if err != nil { // worded as the config's field, so the CLI can name its line
+			errs = append(errs, fmt.Errorf("clusters[%d].profile: cluster %s: %w", i, cl.Name, err))
 			continue
 		}
 		t.forkOnly = forkOnly

@@ -143,8 +143,8 @@ func TestNewPlannerChecksClusters(t *testing.T) {
 		cl   cluster.Cluster
 		want string
 	}{
-		{cluster.Cluster{Name: "a", Kind: "fork", Profile: "nope"}, `cluster a: profile "nope" is not in the profile set (fork, linux, pbs, slurm)`},
-		{cluster.Cluster{Name: "b", Kind: "fork", Profile: "linux"}, `cluster b: profile "linux" cannot run jobs`},
+		{cluster.Cluster{Name: "a", Kind: "fork", Profile: "nope"}, `clusters[0].profile: cluster a: profile "nope" is not in the profile set (fork, linux, pbs, slurm)`},
+		{cluster.Cluster{Name: "b", Kind: "fork", Profile: "linux"}, `clusters[0].profile: cluster b: profile "linux" cannot run jobs`},
 	}
 	for _, c := range cases {
 		_, err := NewPlanner(cluster.Config{Clusters: []cluster.Cluster{c.cl}}, set, "/w")

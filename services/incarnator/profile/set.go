@@ -45,7 +45,11 @@ type Set struct {
 func LoadFS(fsys fs.FS, dir, display string) (*Set, error) {
 	entries, err := fs.ReadDir(fsys, dir)
 	if err != nil {
-		return nil, fmt.Errorf("reading profile directory %s: %w", display, err)
+		var pe *fs.PathError
+		if errors.As(err, &pe) { // the directory as the operator named it, not the fs's "."
+			err = pe.Err
+		}
+		return nil, &fs.PathError{Op: "reading profile directory", Path: display, Err: err}
 	}
 	s := &Set{raw: map[string]*Profile{}, resolved: map[string]*Profile{}, parentOf: map[string]bool{}}
 	h := sha256.New()
