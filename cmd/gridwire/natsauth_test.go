@@ -69,9 +69,13 @@ func TestNATSListenRequiresCredentials(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	natsAddr := freeAddr(t)
-	_, _, err := runCLI(ctx, "serve", "--data", t.TempDir(), "--http", freeAddr(t), "--nats-listen", natsAddr)
-	if !errors.Is(err, bus.ErrListenNeedsAuth) || !strings.Contains(err.Error(), "GRIDWIRE_NATS_PASSWORD") {
-		t.Fatalf("--nats-listen without credentials: %v; want a refusal saying what to set", err)
+	data := filepath.Join(t.TempDir(), "data")
+	_, _, err := runCLI(ctx, "serve", "--data", data, "--http", freeAddr(t), "--nats-listen", natsAddr)
+	if _, exit := classify(err); !errors.Is(err, bus.ErrListenNeedsAuth) || !strings.Contains(err.Error(), "GRIDWIRE_NATS_PASSWORD") || exit != exitUsage {
+		t.Fatalf("--nats-listen without credentials: %v (exit %d); want a refusal of the flags (exit %d) saying what to set", err, exit, exitUsage)
+	}
+	if _, err := os.Stat(data); err == nil {
+		t.Fatalf("the refused start made %s", data)
 	}
 
 	env := map[string]string{"GRIDWIRE_NATS_PASSWORD": "s3cret"}

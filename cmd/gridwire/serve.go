@@ -122,7 +122,7 @@ func checkServe(config, httpAddr string) error {
 
 func checkListen(auth *httpapi.Auth, httpAddr string) error {
 	if err := auth.CheckListen(httpAddr); err != nil {
-		return fmt.Errorf("--http %s: %w; add tokens to the config to serve other hosts", httpAddr, err)
+		return usageErrorf("--http %s: %v; add tokens to the config to serve other hosts", httpAddr, err)
 	}
 	return nil
 }

@@ -154,7 +154,7 @@ func openSystem(ctx context.Context, e *env, f *busFlags, needBus bool) (*system
 		return nil, err
 	}
 	if !needBus && f.natsURL == "" {
-		return nil, fmt.Errorf("a service alone needs --nats-url (or GRIDWIRE_NATS_URL) to reach the others")
+		return nil, usageErrorf("a service alone needs --nats-url (or GRIDWIRE_NATS_URL) to reach the others")
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
@@ -166,7 +166,16 @@ func openSystem(ctx context.Context, e *env, f *busFlags, needBus bool) (*system
 		return nil, cfg.Locate(err)
 	}
 	if f.replicas < 0 || f.replicas > 5 {
-		return nil, fmt.Errorf("--nats-replicas %d: JetStream allows 1 to 5 (0 picks by the cluster's size)", f.replicas)
+		return nil, usageErrorf("--nats-replicas %d: JetStream allows 1 to 5 (0 picks by the cluster's size)", f.replicas)
+	}
+	// The flags' own mistakes (a listener without credentials, half a client
+	// certificate) are refused before the data directory is locked or made.
+	if err := f.busConfig(data).Validate(); err != nil {
+		detail := err.Error()
+		if errors.Is(err, bus.ErrListenNeedsAuth) {
+			detail = fmt.Sprintf("--nats-listen %s: %v: set --nats-user and $GRIDWIRE_NATS_PASSWORD, or $GRIDWIRE_NATS_TOKEN", f.natsListen, err)
+		}
+		return nil, &cliError{code: "usage", exit: exitUsage, err: err, detail: detail}
 	}
 	// Read before anything is opened or made: a bad key refuses the start with nothing
 	// written (openKeyset only reads).
@@ -185,9 +194,6 @@ func openSystem(ctx context.Context, e *env, f *busFlags, needBus bool) (*system
 	b, err := bus.Open(ctx, f.busConfig(data))
 	if err != nil {
 		lock.Release()
-		if errors.Is(err, bus.ErrListenNeedsAuth) {
-			return nil, fmt.Errorf("--nats-listen %s: %w: set --nats-user and $GRIDWIRE_NATS_PASSWORD, or $GRIDWIRE_NATS_TOKEN", f.natsListen, err)
-		}
 		return nil, err
 	}
 	n := replicas(b, f.replicas)
