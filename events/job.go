@@ -111,7 +111,7 @@ type EnvVar struct {
 
 // Original is the submitted description, for audit.
 type Original struct {
-	Format      string `json:"format,omitempty"` // v3-json, v3-yaml, jrdl, dds
+	Format      string `json:"format,omitempty"` // v3-json, v3-yaml, jrdl, dds, jsdl, ptp-submit
 	ContentType string `json:"content_type,omitempty"`
 	File        string `json:"file,omitempty"`   // name as given by the submitter
 	SHA256      string `json:"sha256,omitempty"` // of Bytes

@@ -45,6 +45,6 @@ func normalizeCmd(e *env) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "", "force the format (v3-json, v3-yaml, jrdl, dds)")
+	cmd.Flags().StringVar(&format, "format", "", formatHelp())
 	return cmd
 }

@@ -54,7 +54,7 @@ func renderCmd(e *env) *cobra.Command {
 	cmd.Flags().StringVar(&config, "config", e.getenv("GRIDWIRE_CONFIG"), "YAML config naming the clusters; default: one local fork cluster")
 	cmd.Flags().StringVar(&profiles, "profiles", "", "profile directory; default the config's profile_dir, else the built-in profiles")
 	cmd.Flags().StringVar(&data, "data", "", "data directory whose jobs/ holds fork clusters' job directories")
-	cmd.Flags().StringVar(&format, "format", "", "force the job format (v3-json, v3-yaml, jrdl, dds)")
+	cmd.Flags().StringVar(&format, "format", "", formatHelp())
 	cmd.Flags().StringSliceVar(&scripts, "script", []string{events.ScriptStart}, "scripts to print (JOB, START, ABORT, GET_JOB_STATUS, ...)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print each job's whole incarnation as JSON")
 	return cmd

@@ -50,7 +50,7 @@ func submitCmd(e *env) *cobra.Command {
 	f.register(cmd.Flags(), e)
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait for every job's terminal state; exit 0 only if all succeeded")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "like --wait, printing each job's events as they happen")
-	cmd.Flags().StringVar(&format, "format", "", "force the format (v3-json, v3-yaml, jrdl, dds)")
+	cmd.Flags().StringVar(&format, "format", "", formatHelp())
 	cmd.Flags().StringVar(&key, "idempotency-key", "", "the submission's key (default: a fresh one per file); the same key again returns the same jobs")
 	return cmd
 }
@@ -60,6 +60,13 @@ type accepted struct {
 	Jobs   []string       `json:"jobs"`
 	Parent string         `json:"parent,omitempty"`
 	Error  map[string]any `json:"error,omitempty"` // why the file was refused
+}
+
+// formatHelp is the --format flag's help: every format a person may name (ptp-submit is
+// the PTP endpoint's own).
+func formatHelp() string {
+	names := slices.DeleteFunc(slices.Clone(ingest.Formats), func(f string) bool { return f == ingest.FormatPTP })
+	return "force the format (" + strings.Join(names, ", ") + ")"
 }
 
 func submit(ctx context.Context, e *env, f *clientFlags, files []string, format, key string, wait, follow bool) error {
