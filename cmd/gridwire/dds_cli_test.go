@@ -107,7 +107,8 @@ func TestCLITopologyUpdate(t *testing.T) {
 	if status, _, errOut = cli(ctx, "cancel", "--server", server, acc.Parent); status != 0 {
 		t.Fatalf("cancel: %d %s", status, errOut)
 	}
-	if status, out, _ = cli(ctx, "watch", "--server", server, acc.Parent); status != 0 || !strings.Contains(out, " cancelled ") {
+	// watch's line ends with what the event says: here the session's verdict.
+	if status, out, _ = cli(ctx, "watch", "--server", server, acc.Parent); status != 0 || !strings.Contains(out, " cancelled ") || !strings.Contains(out, "children cancelled; first: ") {
 		t.Fatalf("watch of the cancelled session: %d\n%s", status, out)
 	}
 	for _, id := range tasks {

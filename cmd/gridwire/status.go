@@ -337,7 +337,7 @@ func watchCmd(e *env) *cobra.Command {
 				if f.json {
 					_ = enc.Encode(ev)
 				} else {
-					fmt.Fprintf(e.stdout, "%d %s %s %s %s\n", ev.Seq, clk.stamp(ev.Time), ev.JobID, ev.Name, ev.Source)
+					fmt.Fprintf(e.stdout, "%d %s %s %s %s%s\n", ev.Seq, clk.stamp(ev.Time), ev.JobID, ev.Name, ev.Source, eventNote(ev))
 				}
 				return len(args) == 0 || !endsForGood(cmd.Context(), c, ev)
 			})
