@@ -19,12 +19,13 @@ type Retention struct {
 // UnmarshalYAML reads a Go duration ("36h", "90s"), a whole number of days ("7d") or 0,
 // and refuses anything else, or a negative one, with its line.
 func (r *Retention) UnmarshalYAML(node *yaml.Node) error {
-	d, err := parseRetention(node.Value)
+	const want = "a duration such as 36h, a number of days such as 7d, or 0"
 	if node.Kind != yaml.ScalarNode {
-		err = fmt.Errorf("not a single value")
+		return &fieldError{line: node.Line, msg: "a list or mapping is not " + want}
 	}
+	d, err := parseRetention(node.Value)
 	if err != nil {
-		return &fieldError{line: node.Line, msg: fmt.Sprintf("%q: %v (a duration such as 36h, a number of days such as 7d, or 0)", node.Value, err)}
+		return &fieldError{line: node.Line, msg: fmt.Sprintf("%q: %v (%s)", node.Value, err, want)}
 	}
 	r.After = d
 	return nil
