@@ -106,12 +106,12 @@ func (p HTTPPolicy) compile() (hostPolicy, error) {
 	var errs []error
 	for i, s := range p.Allow {
 		if err := addEntry(s, &hp.allowNames, &hp.allowNets); err != nil {
-			errs = append(errs, fmt.Errorf("http.allow[%d]: %w", i, err))
+			errs = append(errs, fmt.Errorf("stager.http.allow[%d]: %w", i, err))
 		}
 	}
 	for i, s := range p.Deny {
 		if err := addEntry(s, &hp.denyNames, &hp.denyNets); err != nil {
-			errs = append(errs, fmt.Errorf("http.deny[%d]: %w", i, err))
+			errs = append(errs, fmt.Errorf("stager.http.deny[%d]: %w", i, err))
 		}
 	}
 	hp.allowOnly = p.AllowOnly

@@ -102,7 +102,7 @@ func (c Config) Validate() error {
 		}
 	}
 	if _, err := c.HTTP.compile(); err != nil {
-		errs = append(errs, prefixEach("stager.", err))
+		errs = append(errs, err)
 	}
 	for i, r := range c.FileRoots {
 		if err := r.validate(fmt.Sprintf("stager.file_roots[%d]", i)); err != nil {
@@ -123,21 +123,6 @@ func (c Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// prefixEach puts prefix before each of err's joined errors, so each names its field
-// of the config file in full ("stager.http.allow[0]: ...").
-func prefixEach(prefix string, err error) error {
-	j, ok := err.(interface{ Unwrap() []error })
-	if !ok {
-		return fmt.Errorf("%s%w", prefix, err)
-	}
-	errs := j.Unwrap()
-	out := make([]error, len(errs))
-	for i, e := range errs {
-		out[i] = fmt.Errorf("%s%w", prefix, e)
-	}
-	return errors.Join(out...)
 }
 
 // protected is every path staging never touches: Protected, and the keys, known_hosts
