@@ -55,12 +55,12 @@ func statusCmd(e *env) *cobra.Command {
 				}
 				gone = removedFromSession(evs)
 			}
-			members, _ := splitRemoved(kids, gone)
+			members, removed := splitRemoved(kids, gone)
 			v.Group = liveSummary(v.Children, members)
 			if err := printStatus(e, v, newClock(f.utc)); err != nil {
 				return err
 			}
-			return printChildren(cmd.Context(), e, c, v.ID, kids, gone)
+			return printChildren(cmd.Context(), e, c, v.ID, members, removed)
 		},
 	}
 	f.register(cmd.Flags(), e)
@@ -136,12 +136,11 @@ func isGroup(evs []events.Event) bool {
 	return evs[0].Payload(&j) == nil && j.Kind == events.KindGroup
 }
 
-// printChildren prints a parent record's children (read by childrenOf) as a tree below
-// it, one row a child in document order (a child that is a group itself has its own
-// children indented); those a topology update removed from the session (gone) come
-// after, under a heading of their own.
-func printChildren(ctx context.Context, e *env, c *client, parent string, kids []jobView, gone map[string]bool) error {
-	members, removed := splitRemoved(kids, gone)
+// printChildren prints a parent record's children (read by childrenOf, split by
+// splitRemoved) as a tree below it, one row a child in document order (a child that is
+// a group itself has its own children indented); those a topology update removed from
+// the session come after, under a heading of their own.
+func printChildren(ctx context.Context, e *env, c *client, parent string, members, removed []jobView) error {
 	fmt.Fprintf(e.stdout, "\nchildren of %s\n", parent)
 	if err := printKids(ctx, e, c, members, "", 0); err != nil {
 		return err
@@ -276,7 +275,8 @@ func historyCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printChildren(cmd.Context(), e, c, args[0], kids, removedFromSession(evs))
+			members, removed := splitRemoved(kids, removedFromSession(evs))
+			return printChildren(cmd.Context(), e, c, args[0], members, removed)
 		},
 	}
 	f.register(cmd.Flags(), e)
