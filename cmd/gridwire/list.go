@@ -225,19 +225,21 @@ func (t *jobTable) print(views ...jobView) {
 
 // cutName cuts a job's name to n runes as cut does, except a path (a topology's task,
 // main/group/task_3, or a JRDL job's): its end tells siblings apart, so it keeps the end.
-func cutName(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n && strings.Contains(s, "/") {
-		return "…" + string(r[len(r)-n+1:])
-	}
-	return cut(s, n)
-}
+func cutName(s string, n int) string { return cutKeeping(s, n, strings.Contains(s, "/")) }
 
 // cut shortens s to n runes, marking the cut.
-func cut(s string, n int) string {
+func cut(s string, n int) string { return cutKeeping(s, n, false) }
+
+// cutKeeping puts s on one line and shortens it to n runes, keeping its start, or its
+// end when keepEnd, and marking the cut.
+func cutKeeping(s string, n int, keepEnd bool) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
+	r := []rune(s)
+	switch {
+	case len(r) <= n:
+		return s
+	case keepEnd:
+		return "…" + string(r[len(r)-n+1:])
 	}
-	return s
+	return string(r[:n-1]) + "…"
 }
