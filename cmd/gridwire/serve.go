@@ -33,14 +33,19 @@ func serveCmd(e *env) *cobra.Command {
 }
 
 func serve(ctx context.Context, e *env, f *busFlags, httpAddr, ptpAddr string) error {
-	if err := checkServe(f.config, httpAddr); err != nil {
+	// The config is checked whole before anything starts: tokens, listeners, clusters.
+	cfg, err := cluster.Load(f.config)
+	if err != nil {
 		return err
 	}
-	if err := checkClusters(f); err != nil {
+	if err := checkServe(cfg, httpAddr); err != nil {
+		return err
+	}
+	if err := checkClusters(cfg, f); err != nil {
 		return err
 	}
 	if ptpAddr != "" {
-		if err := checkServe(f.config, ptpAddr); err != nil {
+		if err := checkServe(cfg, ptpAddr); err != nil {
 			return fmt.Errorf("--ptp-listen: %w", err)
 		}
 	}
@@ -86,11 +91,7 @@ func serve(ctx context.Context, e *env, f *busFlags, httpAddr, ptpAddr string) e
 // checkClusters plans every cluster of the config with its OS profile before anything
 // starts, as the incarnator will: a profile that is missing or cannot run jobs refuses
 // the start with the config's line, with nothing made under --data.
-func checkClusters(f *busFlags) error {
-	cfg, err := cluster.Load(f.config)
-	if err != nil {
-		return err
-	}
+func checkClusters(cfg cluster.Config, f *busFlags) error {
 	profiles, err := incarnator.LoadProfiles(cfg.ProfileDir)
 	if errors.Is(err, fs.ErrNotExist) && cfg.ProfileDir != "" {
 		return cfg.Locate(fmt.Errorf("profile_dir: %w", err))
@@ -108,11 +109,7 @@ func checkClusters(f *busFlags) error {
 
 // checkServe reads the API tokens of the config before anything starts: with none, only
 // a loopback address may be served.
-func checkServe(config, httpAddr string) error {
-	cfg, err := cluster.Load(config)
-	if err != nil {
-		return err
-	}
+func checkServe(cfg cluster.Config, httpAddr string) error {
 	auth, err := httpapi.NewAuth(cfg.Tokens)
 	if err != nil {
 		return cfg.Locate(err)
