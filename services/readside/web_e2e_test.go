@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -125,6 +126,54 @@ func TestWebPageInBrowser(t *testing.T) {
 	}
 	if n := strings.Count(dom, `<li class="event `); n != len(steps) {
 		t.Errorf("timeline has %d events, want %d", n, len(steps))
+	}
+	if t.Failed() {
+		t.Logf("DOM:\n%s", dom)
+	}
+}
+
+// A group's page lists its jobs in the description's order, by collection, and apart the
+// jobs a topology update removed from the session (they still name it as their parent).
+func TestWebPageShowsAGroupsJobs(t *testing.T) {
+	browser := chromium(t)
+	b, st := openBus(t)
+	session := events.NewID()
+	r := events.NewIDRange(4) // one range, as ingest draws a group's children
+	ids := []string{r.At(0), r.At(1), r.At(2), r.At(3)}
+	names := []string{"main/solo", "main/pair/w_1", "main/pair/w_0", "main/pair/w_2"}
+	play(t, st, session, t0, []step{{Name: events.Submitted, Payload: events.Job{ID: session, Name: "topo", Kind: events.KindGroup,
+		Children: ids}}})
+	for i, id := range ids {
+		steps := life(id, "c1", 0)
+		steps[0].Payload = events.Job{ID: id, Name: names[i], Parent: session, Executable: "/bin/true"}
+		play(t, st, id, t0, steps[:1])
+	}
+	play(t, st, session, t0.Add(time.Minute), []step{{Name: events.SessionUpdated,
+		Payload: events.SessionUpdateData{Removed: ids[3:]}}})
+	srv := serve(t, b, st, Config{}, func(h http.Handler) http.Handler {
+		return streamFor(1500*time.Millisecond, h)
+	}).URL
+	eventually(t, "the table to show the session's four jobs", func() bool {
+		var p Page
+		getJSON(t, srv+"/v1/jobs?parent="+session, &p)
+		return len(p.Jobs) == 4
+	})
+
+	dom := dumpDOM(t, browser, srv+"/?job="+session)
+	section := regexp.MustCompile(`(?s)<section id="children-section">.*?</section>`).FindString(dom)
+	var order []string
+	for _, m := range regexp.MustCompile(`<tr data-job="([0-9A-Z]+)"|<tr class="branch[^"]*"[^>]*><td[^>]*>([^<]*)<`).FindAllStringSubmatch(section, -1) {
+		order = append(order, m[1]+m[2])
+	}
+	want := []string{"▾ main (1)", ids[0], "▾ main/pair (2)", ids[1], ids[2], "▾ removed by a topology update (1)", ids[3]}
+	if !slices.Equal(order, want) {
+		t.Errorf("the group's jobs, in order: %q\nwant %q", order, want)
+	}
+	if !strings.Contains(dom, "topology updated: 0 tasks added, 1 task removed") {
+		t.Error("the timeline does not say what the update did")
+	}
+	if !strings.Contains(dom, `<section id="output-section" hidden="">`) {
+		t.Error("a group's page shows an output section")
 	}
 	if t.Failed() {
 		t.Logf("DOM:\n%s", dom)

@@ -126,6 +126,93 @@
     return g;
   }, function () { return grant; });
 
+  function count(n, what) { return n + " " + what + (n === 1 ? "" : "s"); }
+
+  // jobRow is one job's row in a table of jobs. A group's row shows how many jobs it has,
+  // and a toggle that calls onToggle when one is given.
+  function jobRow(v, depth, childCount, onToggle) {
+    const link = el("a", { href: "?job=" + encodeURIComponent(v.id), text: v.id, class: "mono" });
+    const first = el("td", { class: "id" }, []);
+    first.style.paddingLeft = (0.5 + depth * 1.25) + "em";
+    let tr = null;
+    if (childCount && onToggle) {
+      const t = el("button", { type: "button", class: "toggle", "aria-expanded": "false", title: "show its " + childCount + " jobs", text: "▸" });
+      t.addEventListener("click", function () { onToggle(v, tr, t, depth); });
+      first.appendChild(t);
+    }
+    first.appendChild(link);
+    const name = v.name || (v.path || "");
+    tr = el("tr", { "data-job": v.id, "data-depth": String(depth) }, [
+      first,
+      el("td", { class: "name", text: name + (childCount ? " (" + childCount + ")" : "") }),
+      stateCell(v),
+      el("td", { class: "wide", text: v.cluster || "" }),
+      el("td", { class: "exit", text: v.exit_code === undefined || v.exit_code === null ? "" : String(v.exit_code) }),
+      el("td", { class: "wide", text: duration(v) }),
+      el("td", { class: "wide", text: when(v.submitted_at), title: v.submitted_at }),
+      el("td", { class: "reason", text: v.reason || "", title: v.reason || "" }),
+    ]);
+    return tr;
+  }
+
+  function labelRow(cls, text, depth) {
+    const r = el("tr", { class: cls, "data-depth": String(depth) }, [el("td", { colspan: "8", text: text })]);
+    r.firstChild.style.paddingLeft = (0.5 + depth * 1.25) + "em";
+    return r;
+  }
+
+  // removedFrom is the set of jobs a DDS topology update took out of a session: they
+  // still name the session as their parent, but are no longer among its jobs.
+  function removedFrom(evs) {
+    const gone = new Set();
+    for (const e of evs) {
+      if (e.name === "session_updated") for (const id of (e.data && e.data.removed) || []) gone.add(id);
+    }
+    return gone;
+  }
+
+  // groupJobs reads the jobs of a group (one page of up to 1,000, in the description's
+  // order) and, when it lists more than the group has, the group's events, to tell the
+  // ones a topology update removed.
+  function groupJobs(v, evs) {
+    return api("/v1/jobs?" + new URLSearchParams({ parent: v.id, limit: "1000" })).then(function (p) {
+      if (evs || (p.total || p.jobs.length) <= (v.children || 0)) return { page: p, gone: removedFrom(evs || []) };
+      return api("/v1/jobs/" + encodeURIComponent(v.id) + "/events").then(function (all) {
+        return { page: p, gone: removedFrom(all) };
+      });
+    });
+  }
+
+  // groupRows draws a group's jobs in the order the API lists them (the description's),
+  // each collection (DDS) or job of the document (JRDL subjobs) under a row of its own,
+  // then the jobs a topology update removed, apart, and how many more there are.
+  function groupRows(p, gone, depth, rowFn) {
+    const out = [];
+    const branches = new Map();
+    const removed = [];
+    for (const c of p.jobs) {
+      if (gone.has(c.id)) { removed.push(c); continue; }
+      const b = c.collection || (c.name && c.name.includes("/") ? c.name.slice(0, c.name.lastIndexOf("/")) : "");
+      if (!branches.has(b)) branches.set(b, []);
+      branches.get(b).push(c);
+    }
+    const add = function (label, cls, kids) {
+      let d = depth + 1;
+      if (label) {
+        out.push(labelRow(cls, "▾ " + label + " (" + kids.length + ")", d));
+        d++;
+      }
+      for (const c of kids) out.push(rowFn(c, d));
+    };
+    for (const [b, kids] of branches) add(b, "branch", kids);
+    if (removed.length) add("removed by a topology update", "branch removed", removed);
+    const total = p.total || p.jobs.length;
+    if (p.next && total > p.jobs.length) {
+      out.push(labelRow("more", "… " + count(total - p.jobs.length, "more job") + " (gridwire status lists them all)", depth + 1));
+    }
+    return out;
+  }
+
   // --- the job list ------------------------------------------------------------------
   function listView() {
     document.getElementById("table-view").hidden = false;
@@ -183,26 +270,7 @@
     }
 
     function row(v, depth, childCount) {
-      const link = el("a", { href: "?job=" + encodeURIComponent(v.id), text: v.id, class: "mono" });
-      const first = el("td", { class: "id" }, []);
-      first.style.paddingLeft = (0.5 + depth * 1.25) + "em";
-      if (childCount) {
-        const t = el("button", { type: "button", class: "toggle", "aria-expanded": "false", title: "show its " + childCount + " jobs", text: "▸" });
-        t.addEventListener("click", function () { toggle(v, tr, t, depth); });
-        first.appendChild(t);
-      }
-      first.appendChild(link);
-      const name = v.name || (v.path || "");
-      const tr = el("tr", { "data-job": v.id, "data-depth": String(depth) }, [
-        first,
-        el("td", { class: "name", text: name + (childCount ? " (" + childCount + ")" : "") }),
-        stateCell(v),
-        el("td", { class: "wide", text: v.cluster || "" }),
-        el("td", { class: "exit", text: v.exit_code === undefined || v.exit_code === null ? "" : String(v.exit_code) }),
-        el("td", { class: "wide", text: duration(v) }),
-        el("td", { class: "wide", text: when(v.submitted_at), title: v.submitted_at }),
-        el("td", { class: "reason", text: v.reason || "", title: v.reason || "" }),
-      ]);
+      const tr = jobRow(v, depth, childCount, toggle);
       rows.set(v.id, tr);
       return tr;
     }
@@ -224,26 +292,11 @@
       }
       button.setAttribute("aria-expanded", "true");
       button.textContent = "▾";
-      api("/v1/jobs?" + new URLSearchParams({ parent: v.id, limit: "1000" })).then(function (p) {
+      groupJobs(v, null).then(function (g) {
         let at = tr;
-        const insert = function (r) { at.parentNode.insertBefore(r, at.nextSibling); at = r; };
-        const byBranch = new Map();
-        const kids = p.jobs.slice().sort(function (a, b) { return (a.name || a.id).localeCompare(b.name || b.id); });
-        for (const c of kids) {
-          const b = c.collection || (c.name && c.name.includes("/") ? c.name.slice(0, c.name.lastIndexOf("/")) : "");
-          if (!byBranch.has(b)) byBranch.set(b, []);
-          byBranch.get(b).push(c);
-        }
-        for (const [branch, kids] of byBranch) {
-          let d = depth + 1;
-          if (branch) {
-            const g = el("tr", { class: "branch", "data-depth": String(d) }, [
-              el("td", { colspan: "8", text: "▾ " + branch + " (" + kids.length + ")" })]);
-            g.firstChild.style.paddingLeft = (0.5 + d * 1.25) + "em";
-            insert(g);
-            d++;
-          }
-          for (const c of kids) insert(row(c, d, 0));
+        for (const r of groupRows(g.page, g.gone, depth, function (c, d) { return row(c, d, 0); })) {
+          at.parentNode.insertBefore(r, at.nextSibling);
+          at = r;
         }
       }, function (err) { showError(err.message); });
     }
@@ -330,7 +383,7 @@
   const EVENT_NAMES = ["submitted", "incarnated", "staging_in", "transfer", "queued", "started",
     "status_changed", "status_unknown", "status_known", "held", "resumed", "exited", "staged_out",
     "succeeded", "failed", "cancelled", "cancel_requested", "hold_requested", "resume_requested",
-    "action_failed", "property_set", "restarted"];
+    "action_failed", "property_set", "restarted", "session_updated", "directory_deleted"];
 
   // --- one job's page ----------------------------------------------------------------
   function summary(v) {
@@ -416,6 +469,12 @@
         return [el("div", { text: "exit code " + d.exit_code + (d.reason ? ": " + d.reason : "") })];
       case "staged_out":
         return [el("div", { text: d.ok ? "stage-out done" : "stage-out failed: " + (d.reason || "") })];
+      case "session_updated":
+        return [el("div", { text: "topology updated: " + count((d.added || []).length, "task") + " added, " +
+          count((d.removed || []).length, "task") + " removed" })];
+      case "directory_deleted":
+        return [el("div", { text: (d.ok ? "removed " : "could not remove ") + (d.paths || []).join(", ") +
+          (d.host ? " on " + d.host : "") + (d.ok ? "" : " (exit code " + d.exit_code + ")") })];
       default:
         return d.reason ? [el("div", { text: d.reason })] : (d.error ? [el("div", { text: d.error })] : []);
     }
@@ -609,6 +668,36 @@
     start();
   }
 
+  // children shows a group's jobs on its page and keeps them current: it follows every
+  // job's events and reads the list again when one of its jobs, or the group, moves.
+  function children(v, evs, after) {
+    document.getElementById("output-section").hidden = true;
+    const sec = document.getElementById("children-section");
+    sec.hidden = false;
+    const body = document.querySelector("#children tbody");
+    let mine = new Set();
+    let timer = null;
+    const draw = function () {
+      timer = null;
+      return groupJobs(v, evs).then(function (g) {
+        body.textContent = "";
+        mine = new Set(g.page.jobs.map(function (c) { return c.id; }));
+        for (const r of groupRows(g.page, g.gone, -1, function (c, d) { return jobRow(c, d, c.children || 0, null); })) body.appendChild(r);
+        if (!g.page.jobs.length) body.appendChild(el("tr", { class: "empty" }, [el("td", { colspan: "8", text: "no jobs yet" })]));
+        return g.page.seq;
+      }, function (err) { showError(err.message); });
+    };
+    draw().then(function (seq) {
+      const src = newEventSource(streamURL(seq ? { after: String(seq) } : { after: String(after) }));
+      const onEvent = function (m) {
+        const e = JSON.parse(m.data);
+        if (!mine.has(e.job) && !(e.job === v.id && e.name === "session_updated")) return;
+        if (!timer) timer = setTimeout(draw, 150);
+      };
+      for (const name of EVENT_NAMES) src.addEventListener(name, onEvent);
+    });
+  }
+
   function jobView(id) {
     document.getElementById("job-view").hidden = false;
     document.getElementById("job-id").textContent = id;
@@ -628,7 +717,8 @@
       drawDescription(all);
       drawScripts(all);
       redraw();
-      if (r[0].kind !== "group") output(id);
+      if (r[0].kind === "group") children(r[0], all, last);
+      else output(id);
       const src = newEventSource(streamURL({ job: id, after: String(last) }));
       src.onopen = function () { setLive(true); };
       src.onerror = function () { setLive(false); };
