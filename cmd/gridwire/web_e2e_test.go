@@ -177,6 +177,40 @@ func TestWebPageClickThrough(t *testing.T) {
 	b.waitUntil(`document.getElementById("output").textContent.includes("hello, world")`, "hello's output")
 	b.screenshot("09-job-reader")
 
+	// A session's page lists its tasks in the topology's order, and follows them: a
+	// topology update that removes two moves them under a row of their own as they end.
+	b.open(server+"/?job="+session+"#token="+operatorToken, "#children tbody tr[data-job]")
+	b.waitUntil(`document.querySelectorAll("#children tbody tr[data-job]").length === 5`, "the session's five tasks")
+	var order string
+	_ = json.Unmarshal(b.eval(`[...document.querySelectorAll("#children tbody tr[data-job] td.name")].map(td => td.textContent).join(" ")`), &order)
+	if want := "main/coordinator_0 main/workers/pair_0/worker_0 main/workers/pair_0/worker_1 main/workers/pair_1/worker_0 main/workers/pair_1/worker_1"; order != want {
+		t.Errorf("the session's page lists %q, want the topology's order %q", order, want)
+	}
+	topo := func(name string, n int) string {
+		return writeFile(t, dir, name, fmt.Sprintf(`<topology name="sleepers">
+  <decltask name="sleeper"><exe>/bin/sleep 600</exe></decltask>
+  <main name="main"><group name="g" n="%d"><task>sleeper</task></group></main>
+</topology>`, n))
+	}
+	sleepers := submitAs(t, server, operatorToken, topo("three.xml", 3))
+	b.open(server+"/?job="+sleepers[0]+"#token="+operatorToken, "#children tbody tr[data-job]")
+	b.waitUntil(`[...document.querySelectorAll("#children tbody tr[data-job] td.state")].filter(td => td.textContent === "RUNNING").length === 3`, "three running tasks")
+	if status, _, errOut := cli(context.Background(), "topology", "update", "--server", server, "--token", operatorToken, sleepers[0], topo("one.xml", 1)); status != 0 {
+		t.Fatalf("topology update: %d %s", status, errOut)
+	}
+	b.waitUntil(`(() => {
+		const rows = [...document.querySelectorAll("#children tbody tr")];
+		const at = rows.findIndex(r => r.textContent.includes("removed by a topology update (2)"));
+		return at > 0 && rows.slice(at + 1).filter(r => r.querySelector("td.state") && r.querySelector("td.state").textContent === "CANCELLED").length === 2 &&
+			rows.slice(0, at).filter(r => r.querySelector("td.state") && r.querySelector("td.state").textContent === "RUNNING").length === 1;
+	})()`, "the two removed tasks apart, cancelled, and one still running")
+	b.waitUntil(`document.getElementById("timeline").textContent.includes("2 tasks removed")`, "the update on the timeline")
+	b.screenshot("09b-session-updated")
+	if status, _, errOut := cli(context.Background(), "cancel", "--server", server, "--token", operatorToken, sleepers[0]); status != 0 {
+		t.Fatalf("cancel the session: %d %s", status, errOut)
+	}
+	b.waitUntil(`document.getElementById("job-state").textContent === "CANCELLED"`, "the session to be cancelled")
+
 	b.open(server+"/?job=01M7YSXJYJGT92HYD6NERX8N0S#token="+operatorToken, "#error:not([hidden])")
 	if got := b.text("#error"); !strings.Contains(got, "no job") {
 		t.Errorf("an unknown job's page says %q", got)
