@@ -4,6 +4,9 @@ GO ?= go
 BIN := bin/gridwire
 DATA ?= .gridwire-data
 TESTFLAGS ?= -count=1 -timeout 20m
+# A build in workspace mode (go.work) carries no VCS stamp, so `gridwire version` and
+# GET /v1/version would say only "(devel)": the checkout's commit is linked in instead.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 
 .PHONY: all build test race lint run bench e2e tidy clean
 
@@ -13,7 +16,7 @@ all: lint build test
 # source tree, so it is built once, into $(BIN).
 build:
 	@for m in $(filter-out cmd/gridwire,$(MODULES)); do (cd $$m && $(GO) build ./...) || exit 1; done
-	$(GO) build -o $(BIN) ./cmd/gridwire
+	$(GO) build -ldflags "-X main.version=$(or $(VERSION),(devel))" -o $(BIN) ./cmd/gridwire
 
 test: lint
 	@for m in $(MODULES); do echo "== $$m"; (cd $$m && $(GO) test $(TESTFLAGS) ./...) || exit 1; done
