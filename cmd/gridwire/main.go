@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -38,8 +39,13 @@ func argsOf(argv []string) []string {
 // env is what every verb may use of the outside world.
 type env struct {
 	getenv func(string) string
+	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
+
+	stdinOnce sync.Once // a description given as "-" is read from stdin once, and kept
+	stdinData []byte
+	stdinErr  error
 }
 
 // run is main without the process: testable with any args, environment and writers.
@@ -51,7 +57,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // runStatus runs like run, prints the error (as JSON when the verb was given --json)
 // and returns the process's exit status.
 func runStatus(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	cmd, err := execute(ctx, args, getenv, stdout, stderr)
+	return runStatusIn(ctx, args, getenv, os.Stdin, stdout, stderr)
+}
+
+// runStatusIn is runStatus with a standard input of the caller's.
+func runStatusIn(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	cmd, err := executeIn(ctx, args, getenv, stdin, stdout, stderr)
 	asJSON := false
 	if cmd != nil {
 		if f := cmd.Flags().Lookup("json"); f != nil {
@@ -140,7 +151,12 @@ func refuseUnknownVerbs(cmd *cobra.Command) {
 }
 
 func execute(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (*cobra.Command, error) {
-	e := &env{getenv: getenv, stdout: stdout, stderr: stderr}
+	return executeIn(ctx, args, getenv, os.Stdin, stdout, stderr)
+}
+
+// executeIn is execute with a standard input of the caller's.
+func executeIn(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) (*cobra.Command, error) {
+	e := &env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
 	root := newRoot(e)
 	root.SetArgs(args)
 	root.SetOut(stdout)

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/gridwire/gridwire/services/ingest"
 	"github.com/spf13/cobra"
@@ -14,19 +13,22 @@ func normalizeCmd(e *env) *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
 		Use:   "normalize FILE...",
-		Short: "print the canonical jobs of each file as JSON (one array per file); no server needed",
+		Short: "print the canonical jobs of each file (- for standard input) as JSON, one array per file; no server needed",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
+			if err := oneStdin(files); err != nil {
+				return err
+			}
 			var bad []error
 			enc := json.NewEncoder(e.stdout)
 			enc.SetIndent("", "  ")
 			for _, file := range files {
-				data, err := os.ReadFile(file)
+				data, err := e.readInput(file)
 				if err != nil {
 					bad = append(bad, err)
 					continue
 				}
-				jobs, err := ingest.Parse(file, data, ingest.ParseOptions{Format: format, ContentType: contentTypeOf(file)})
+				jobs, err := ingest.Parse(shown(file), data, ingest.ParseOptions{Format: format, ContentType: contentTypeOf(file)})
 				if err != nil {
 					bad = append(bad, err)
 					continue

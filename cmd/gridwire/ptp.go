@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -161,7 +160,7 @@ func (stdio) Close() error { return nil }
 func ptpClientConn(f *ptpProxyFlags, e *env) (io.ReadWriteCloser, error) {
 	switch f.proxy {
 	case "stdio":
-		return stdio{os.Stdin, e.stdout}, nil
+		return stdio{e.stdin, e.stdout}, nil
 	case "tcp":
 		if f.host == "" || f.port <= 0 || f.port > 65535 {
 			return nil, fmt.Errorf("ptp-proxy --proxy=tcp needs --host and --port (got %q, %d)", f.host, f.port)

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/gridwire/gridwire/events"
@@ -20,9 +19,12 @@ func renderCmd(e *env) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "render [--config FILE] JOBFILE...",
-		Short: "print the cluster chosen for each job and its rendered START script; no server needed",
+		Short: "print the cluster chosen for each job (- reads a description from standard input) and its rendered START script; no server needed",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
+			if err := oneStdin(files); err != nil {
+				return err
+			}
 			cfg, err := cluster.Load(config)
 			if err != nil {
 				return err
@@ -70,11 +72,11 @@ type renderer struct {
 
 // file renders every runnable job of one description file.
 func (r renderer) file(file string) error {
-	data, err := os.ReadFile(file)
+	data, err := r.e.readInput(file)
 	if err != nil {
 		return err
 	}
-	jobs, err := ingest.Parse(file, data, ingest.ParseOptions{Format: r.format, ContentType: contentTypeOf(file)})
+	jobs, err := ingest.Parse(shown(file), data, ingest.ParseOptions{Format: r.format, ContentType: contentTypeOf(file)})
 	if err != nil {
 		return err
 	}

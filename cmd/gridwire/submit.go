@@ -37,11 +37,14 @@ func submitCmd(e *env) *cobra.Command {
 			"it found. Local input files a description names are uploaded with it. With several files, a\n" +
 			"refused one does not stop the others, and a summary says which were refused. Each file goes\n" +
 			"with an idempotency key (a fresh one per file, or --idempotency-key KEY, KEY:2, KEY:3 ... for\n" +
-			"the files after the first), so a submission retried after a lost answer creates nothing twice.",
+			"the files after the first), so a submission retried after a lost answer creates nothing twice.\n" +
+			"A FILE of - is a description read from standard input (its local inputs relative to the\n" +
+			"current directory); the server tells its language from its content, or --format names it.",
 		Example: `  gridwire submit examples/hello.json
   gridwire submit --wait job.xml           # exit 0 only if every job succeeded
   gridwire submit --follow topology.xml    # every event of every job as it happens
-  gridwire submit *.json --json`,
+  gridwire submit *.json --json
+  render-job | gridwire submit --wait -    # a description from standard input`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
 			return submit(cmd.Context(), e, f, files, format, key, wait || follow, follow)
@@ -81,6 +84,9 @@ func submit(ctx context.Context, e *env, f *clientFlags, files []string, format,
 	if err := ingest.CheckKey(key); err != nil {
 		return invalidErrorf("--idempotency-key: %v", err)
 	}
+	if err := oneStdin(files); err != nil {
+		return err
+	}
 	var feed *logFeed
 	if follow && key == "" {
 		// Opened before the submission is sent, so that it carries every event of it.
@@ -103,13 +109,13 @@ func submit(ctx context.Context, e *env, f *clientFlags, files []string, format,
 			}
 			refused = append(refused, err)
 			code, exit := classify(err)
-			all = append(all, accepted{File: file, Error: map[string]any{"code": code, "detail": err.Error(), "exit": exit}})
+			all = append(all, accepted{File: shown(file), Error: map[string]any{"code": code, "detail": err.Error(), "exit": exit}})
 			if !f.json {
 				report(e.stderr, err, false)
 			}
 			continue
 		}
-		acc.File = file
+		acc.File = shown(file)
 		all = append(all, acc)
 		if acc.Parent != "" {
 			parents = append(parents, acc.Parent)
@@ -181,7 +187,7 @@ func submitFiles(ctx context.Context, e *env, c *client, files []string, format,
 		return ok
 	}
 	for i, file := range files {
-		data, err := readDescription(file)
+		data, err := e.readDescription(file)
 		if err != nil {
 			out[i].err = err
 			continue
@@ -191,7 +197,7 @@ func submitFiles(ctx context.Context, e *env, c *client, files []string, format,
 				break
 			}
 		}
-		items = append(items, ingest.Item{File: filepath.Base(file), Format: format, ContentType: contentTypeOf(file),
+		items = append(items, ingest.Item{File: sentName(file), Format: format, ContentType: contentTypeOf(file),
 			Description: string(data), IdempotencyKey: fileKey(key, i), Uploads: ingest.Uploads{}})
 		index = append(index, i)
 		size += 2*len(data) + 1024 // JSON escaping at worst doubles it
@@ -238,7 +244,7 @@ func submitBulk(ctx context.Context, c *client, files []string, items []ingest.I
 		i := index[k]
 		if r.Error != nil {
 			r.Error.Status = r.Status
-			out[i].err = fmt.Errorf("%s: %w", files[i], r.Error)
+			out[i].err = fmt.Errorf("%s: %w", shown(files[i]), r.Error)
 			continue
 		}
 		out[i].acc = accepted{Jobs: r.Jobs, Parent: r.Parent}
@@ -253,9 +259,54 @@ func setAll(out []fileOutcome, index []int, err error) bool {
 	return false
 }
 
-// readDescription reads a description file, refused before anything is sent when it is
-// over the size a server accepts.
-func readDescription(file string) ([]byte, error) {
+// stdinName is how a description read from standard input ("-") is named: in the
+// server's messages, the job's recorded original, and the summary of several files.
+const stdinName = "<stdin>"
+
+func shown(file string) string {
+	if file == "-" {
+		return stdinName
+	}
+	return file
+}
+
+// sentName is the file name a description is sent under.
+func sentName(file string) string {
+	if file == "-" {
+		return stdinName
+	}
+	return filepath.Base(file)
+}
+
+// oneStdin refuses a command line that names standard input ("-") more than once.
+func oneStdin(files []string) error {
+	n := 0
+	for _, f := range files {
+		if f == "-" {
+			n++
+		}
+	}
+	if n > 1 {
+		return usageErrorf("- (standard input) is given %d times; it holds one description", n)
+	}
+	return nil
+}
+
+// readInput reads a description for an offline verb: a file whole, or standard input.
+func (e *env) readInput(file string) ([]byte, error) {
+	if file == "-" {
+		return e.readDescription(file)
+	}
+	return os.ReadFile(file)
+}
+
+// readDescription reads a description file, or standard input for "-", refused before
+// anything is sent when it is over the size a server accepts.
+func (e *env) readDescription(file string) ([]byte, error) {
+	if file == "-" {
+		e.stdinOnce.Do(func() { e.stdinData, e.stdinErr = e.readStdin() })
+		return e.stdinData, e.stdinErr
+	}
 	if fi, err := os.Stat(file); err != nil {
 		return nil, err
 	} else if fi.Size() > ingest.MaxDocumentBytes {
@@ -265,15 +316,33 @@ func readDescription(file string) ([]byte, error) {
 	return os.ReadFile(file)
 }
 
+// readStdin reads one description from standard input, saying so first when that is a
+// terminal, where the read waits for the person to type it.
+func (e *env) readStdin() ([]byte, error) {
+	if f, ok := e.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fmt.Fprintln(e.stderr, "reading a description from standard input; end it with Ctrl-D")
+	}
+	data, err := io.ReadAll(io.LimitReader(e.stdin, ingest.MaxDocumentBytes+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("reading standard input: %w", err)
+	case len(data) > ingest.MaxDocumentBytes:
+		return nil, invalidErrorf("%s: over the limit of %d bytes for one description; nothing was sent", stdinName, ingest.MaxDocumentBytes)
+	case len(bytes.TrimSpace(data)) == 0:
+		return nil, invalidErrorf("%s: empty: no description was given on standard input; nothing was sent", stdinName)
+	}
+	return data, nil
+}
+
 // submitFile submits one description: refused before anything is sent when it is over
 // the size a server accepts.
 func submitFile(ctx context.Context, e *env, c *client, file, format, key string) (accepted, error) {
 	var acc accepted
-	data, err := readDescription(file)
+	data, err := e.readDescription(file)
 	if err != nil {
 		return acc, err
 	}
-	q := url.Values{"file": {filepath.Base(file)}}
+	q := url.Values{"file": {sentName(file)}}
 	if format != "" {
 		q.Set("format", format)
 	}
@@ -303,7 +372,7 @@ func submitFile(ctx context.Context, e *env, c *client, file, format, key string
 		}
 	}
 	if err != nil {
-		return acc, fmt.Errorf("%s: %w", file, err)
+		return acc, fmt.Errorf("%s: %w", shown(file), err)
 	}
 	return acc, nil
 }
