@@ -23,6 +23,23 @@ const (
 	StatusCancelled  Status = "CANCELLED"
 )
 
+// statuses are the canonical states in life order.
+var statuses = []Status{StatusSubmitted, StatusIncarnated, StatusStagingIn, StatusQueued, StatusRunning,
+	StatusHeld, StatusStagingOut, StatusSucceeded, StatusFailed, StatusCancelled}
+
+// Statuses returns every canonical state, in life order.
+func Statuses() []Status { return append([]Status(nil), statuses...) }
+
+// Known reports whether s is one of the canonical states (StatusNone is not).
+func (s Status) Known() bool {
+	for _, k := range statuses {
+		if k == s {
+			return true
+		}
+	}
+	return false
+}
+
 // Terminal reports whether the status ends the job.
 func (s Status) Terminal() bool {
 	return s == StatusSucceeded || s == StatusFailed || s == StatusCancelled

@@ -256,3 +256,25 @@ func TestStatusSeenBeforeTheRequestedActionMeetsTheRequest(t *testing.T) {
 		t.Fatalf("released as seen: %s from %q, resume requested %v; want RUNNING, not held from anywhere, request met", st.Status, st.HeldFrom, st.ResumeRequested)
 	}
 }
+
+// events.Statuses lists every canonical state once, in life order, and Known holds of them alone.
+func TestStatusesAreTheCanonicalStates(t *testing.T) {
+	all := events.Statuses()
+	if len(all) != 10 || all[0] != events.StatusSubmitted || all[len(all)-1] != events.StatusCancelled {
+		t.Errorf("events.Statuses() = %v", all)
+	}
+	for _, s := range all {
+		if !s.Known() {
+			t.Errorf("%s is not Known", s)
+		}
+	}
+	for _, s := range []events.Status{events.StatusNone, "DONE", "running"} {
+		if s.Known() {
+			t.Errorf("%q is Known", s)
+		}
+	}
+	all[0] = "CHANGED"
+	if events.Statuses()[0] != events.StatusSubmitted {
+		t.Error("events.Statuses returns the package's own slice")
+	}
+}

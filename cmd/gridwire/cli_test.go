@@ -209,8 +209,13 @@ func TestListVerb(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &views); err != nil || len(views) != 2 || views[0].ID != badID {
 		t.Errorf("list --json (newest first): %q %v", out, err)
 	}
-	if status, _, errOut := cli(ctx, "list", "--state", "bogus", "--server", server); status != exitUsage {
-		t.Errorf("list --state bogus: exit %d %q, want 2", status, errOut)
+	if status, _, errOut := cli(ctx, "list", "--state", "bogus", "--server", server); status != exitUsage ||
+		!strings.Contains(errOut, `--state "bogus": not a job state (one of submitted, incarnated,`) {
+		t.Errorf("list --state bogus: exit %d %q, want 2 and the states", status, errOut)
+	}
+	if status, out, errOut := cli(ctx, "list", "--cluster", "nope", "--state", "failed", "--server", server); status != 0 ||
+		strings.Contains(out, badID) || strings.TrimSpace(errOut) != "no job matches --state failed --cluster nope" {
+		t.Errorf("list of nothing: %d %q %q, want it said", status, out, errOut)
 	}
 
 	wctx, cancel := context.WithCancel(ctx)

@@ -53,7 +53,10 @@ func listCmd(e *env) *cobra.Command {
 	}
 	f.register(cmd.Flags(), e)
 	fs := cmd.Flags()
-	fs.StringSliceVar(&l.states, "state", nil, "only jobs in these states (e.g. running,failed)")
+	fs.StringSliceVar(&l.states, "state", nil, "only jobs in these states, comma-separated: "+strings.Join(stateNames(), ", "))
+	_ = cmd.RegisterFlagCompletionFunc("state", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return stateNames(), cobra.ShellCompDirectiveNoFileComp
+	})
 	fs.StringVar(&l.cluster, "cluster", "", "only jobs of this cluster")
 	fs.StringVar(&l.submitter, "submitter", "", "only jobs of this submitter (principal)")
 	fs.StringVar(&l.since, "since", "", "only jobs submitted since: a duration back (90m, 2h) or an RFC 3339 time")
@@ -63,9 +66,40 @@ func listCmd(e *env) *cobra.Command {
 	return cmd
 }
 
+// noMatch says that no job matched, and which filters it matched against.
+func (l *listFlags) noMatch() string {
+	var by []string
+	if len(l.states) > 0 {
+		by = append(by, "--state "+strings.Join(l.states, ","))
+	}
+	for _, f := range [][2]string{{"--cluster", l.cluster}, {"--submitter", l.submitter}, {"--since", l.since}} {
+		if f[1] != "" {
+			by = append(by, f[0]+" "+f[1])
+		}
+	}
+	if len(by) == 0 {
+		return "no jobs yet"
+	}
+	return "no job matches " + strings.Join(by, " ")
+}
+
+// stateNames are the job states as --state takes them.
+func stateNames() []string {
+	var names []string
+	for _, s := range events.Statuses() {
+		names = append(names, strings.ToLower(string(s)))
+	}
+	return names
+}
+
 // query turns the flags into the API's query string.
 func (l *listFlags) query(now time.Time) (url.Values, error) {
 	q := url.Values{"order": {"desc"}}
+	for _, s := range l.states {
+		if !events.Status(strings.ToUpper(s)).Known() {
+			return nil, usageErrorf("--state %q: not a job state (one of %s)", s, strings.Join(stateNames(), ", "))
+		}
+	}
 	if len(l.states) > 0 {
 		q.Set("state", strings.ToUpper(strings.Join(l.states, ",")))
 	}
@@ -136,6 +170,9 @@ func list(ctx context.Context, e *env, c *client, f *clientFlags, l *listFlags, 
 	t.print(views...)
 	if !f.json && !l.all && page.Next != "" {
 		fmt.Fprintf(e.stderr, "(the first %d; --all or --limit for more)\n", len(views))
+	}
+	if !f.json && len(views) == 0 {
+		fmt.Fprintln(e.stderr, l.noMatch())
 	}
 	if !l.watch {
 		return nil

@@ -357,8 +357,8 @@ func queryOf(r *http.Request) (Query, error) {
 			continue
 		}
 		st := events.Status(strings.ToUpper(s))
-		if !knownStatus(st) {
-			return q, httpapi.Errorf(http.StatusBadRequest, "bad_state", "state: %q is not a job state", s)
+		if !st.Known() {
+			return q, httpapi.Errorf(http.StatusBadRequest, "bad_state", "state: %q is not a job state (one of %s)", s, statesList())
 		}
 		q.States = append(q.States, st)
 	}
@@ -377,14 +377,13 @@ func queryOf(r *http.Request) (Query, error) {
 	return q, err
 }
 
-func knownStatus(s events.Status) bool {
-	switch s {
-	case events.StatusSubmitted, events.StatusIncarnated, events.StatusStagingIn, events.StatusQueued,
-		events.StatusRunning, events.StatusHeld, events.StatusStagingOut, events.StatusSucceeded,
-		events.StatusFailed, events.StatusCancelled:
-		return true
+// statesList names every job state, for an error.
+func statesList() string {
+	var names []string
+	for _, s := range events.Statuses() {
+		names = append(names, string(s))
 	}
-	return false
+	return strings.Join(names, ", ")
 }
 
 // knownParams refuses a query parameter the request does not take: a misspelt filter

@@ -195,6 +195,16 @@ func TestListFromProjection(t *testing.T) {
 			t.Errorf("%s: %d, want 400", bad, code)
 		}
 	}
+	var refused struct{ Error struct{ Detail string } }
+	resp, err := http.Get(srv.URL + "/v1/jobs?state=running,DONE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&refused)
+	resp.Body.Close()
+	if want := `state: "DONE" is not a job state (one of SUBMITTED, INCARNATED, STAGING_IN, QUEUED, RUNNING, HELD, STAGING_OUT, SUCCEEDED, FAILED, CANCELLED)`; refused.Error.Detail != want {
+		t.Errorf("an unknown state is refused with %q, want %q", refused.Error.Detail, want)
+	}
 }
 
 // sseClient reads an SSE stream, remembering the last id, until it has n events or
