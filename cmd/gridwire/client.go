@@ -216,6 +216,15 @@ type jobView struct {
 	Seq        uint64 `json:"seq"`
 }
 
+// label is what a row names a job by: its name, else its place in the description (a
+// JRDL document's job[1], which has no name of its own).
+func (v jobView) label() string {
+	if v.Name != "" {
+		return v.Name
+	}
+	return v.Path
+}
+
 func (c *client) job(ctx context.Context, id string) (jobView, error) {
 	var v jobView
 	err := c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id), nil, "", &v)

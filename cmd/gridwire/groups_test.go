@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -259,6 +260,15 @@ func TestStatusAndHistoryShowTheGroupTree(t *testing.T) {
 		if !strings.Contains(out, "└ "+k) || !strings.Contains(hist, "└ "+k) {
 			t.Fatalf("child %s missing from the tree\nstatus:\n%s\nhistory:\n%s", k, out, hist)
 		}
+	}
+	// A JRDL job has no name: the tree and the list name it by its place in the document.
+	for i, k := range []string{"job[0]", "job[1]"} {
+		if !regexp.MustCompile(`└ [0-9A-Z]{26}  ` + regexp.QuoteMeta(k) + ` `).MatchString(out) {
+			t.Errorf("the tree does not name child %d %s:\n%s", i, k, out)
+		}
+	}
+	if _, list, _ := cli(ctx, "list", "--server", server); !strings.Contains(list, "  job[1]  ") {
+		t.Errorf("list does not name the document's second job:\n%s", list)
 	}
 	if !strings.Contains(hist, events.Failed.Type()) {
 		t.Fatalf("history of the parent has no failed event:\n%s", hist)

@@ -255,7 +255,7 @@ func (t *jobTable) print(views ...jobView) {
 			continue
 		}
 		t.shown[v.ID] = state
-		fmt.Fprintf(t.w, format, v.ID, cutName(v.Name, 20), v.Status, cut(v.Cluster, 12), exit,
+		fmt.Fprintf(t.w, format, v.ID, cutName(v.label(), 20), v.Status, cut(v.Cluster, 12), exit,
 			age(t.clk.now.Sub(v.SubmittedAt)), cut(v.Reason, 80))
 	}
 }

@@ -215,7 +215,7 @@ func printKids(ctx context.Context, e *env, c *client, kids []jobView, indent st
 		if k.ExitCode != nil {
 			exit = fmt.Sprintf("exit %d", *k.ExitCode)
 		}
-		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%s\n", indent+"└ ", k.ID, cutName(k.Name, 40), k.Status, exit, cut(k.Cluster, 12), cut(k.Reason, 60))
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%s\n", indent+"└ ", k.ID, cutName(k.label(), 40), k.Status, exit, cut(k.Cluster, 12), cut(k.Reason, 60))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
