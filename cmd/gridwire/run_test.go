@@ -82,6 +82,12 @@ func TestServeSubmitWaitHistoryStatus(t *testing.T) {
 	if strings.Index(out, ".submitted.") > strings.Index(out, ".succeeded.") {
 		t.Errorf("history out of order:\n%s", out)
 	}
+	// Each line says what its event says: who submitted, where it ran, how it ended.
+	for _, want := range []string{"DETAIL", ".submitted.v1  ", "by anonymous", ".incarnated.v1", "for cluster local", "native id ", "exit code 0"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("history lacks %q:\n%s", want, out)
+		}
+	}
 
 	out, _, err = runCLI(ctx, "status", "--json", "--server", server, id)
 	if err != nil {

@@ -235,7 +235,7 @@ func historyCmd(e *env) *cobra.Command {
 	f := &clientFlags{}
 	cmd := &cobra.Command{
 		Use:               "history ID",
-		Short:             "show every event of a job in order, with type, time and source",
+		Short:             "show every event of a job in order: time, type, source and what it says",
 		Example:           "  gridwire history --utc 01JD3Z...",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeJobs(e, f),
@@ -255,14 +255,14 @@ func historyCmd(e *env) *cobra.Command {
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 			if attempt := attemptOf(evs); attempt != nil {
 				// A restarted job: each event is marked with the attempt it belongs to.
-				fmt.Fprintln(tw, "SEQ\tTIME\tATTEMPT\tEVENT\tSOURCE")
+				fmt.Fprintln(tw, "SEQ\tTIME\tATTEMPT\tEVENT\tSOURCE\tDETAIL")
 				for i, ev := range evs {
-					fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\n", ev.Seq, clk.stamp(ev.Time), attempt[i], ev.Name.Type(), ev.Source)
+					fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\n", ev.Seq, clk.stamp(ev.Time), attempt[i], ev.Name.Type(), ev.Source, detail(ev))
 				}
 			} else {
-				fmt.Fprintln(tw, "SEQ\tTIME\tEVENT\tSOURCE")
+				fmt.Fprintln(tw, "SEQ\tTIME\tEVENT\tSOURCE\tDETAIL")
 				for _, ev := range evs {
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", ev.Seq, clk.stamp(ev.Time), ev.Name.Type(), ev.Source)
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", ev.Seq, clk.stamp(ev.Time), ev.Name.Type(), ev.Source, detail(ev))
 				}
 			}
 			if err := tw.Flush(); err != nil {
@@ -281,6 +281,19 @@ func historyCmd(e *env) *cobra.Command {
 	}
 	f.register(cmd.Flags(), e)
 	return cmd
+}
+
+// detail is an event's note for history's last column, on one line, after who caused
+// it when a principal did (a submission, a request).
+func detail(ev events.Event) string {
+	note := strings.TrimPrefix(eventNote(ev), ": ")
+	switch {
+	case ev.Principal == "":
+		return note
+	case note == "":
+		return "by " + ev.Principal
+	}
+	return "by " + ev.Principal + ": " + note
 }
 
 // attemptOf numbers each event of a history with the attempt it belongs to (a restarted

@@ -619,24 +619,45 @@ func outcome(v jobView) string {
 	return s
 }
 
-// eventNote is the reason or error an event carries, for one line of --follow.
-// A state change says the state it moved to (and the target's own name for it), and an
-// exit its code: "status_changed: RUNNING (R)", "exited: exit code 3".
+// eventNote is what an event says in a few words, for one line of --follow, watch and
+// history: its reason or error, the state it moved to, its exit code, where it ran, a
+// transfer's attempt. Empty for an event that says nothing more than its name.
 func eventNote(ev events.Event) string {
 	var n struct {
-		Reason      string `json:"reason"`
-		Error       string `json:"error"`
-		State       string `json:"state"`
-		NativeState string `json:"native_state"`
-		ExitCode    *int   `json:"exit_code"`
+		Reason      string   `json:"reason"`
+		Error       string   `json:"error"`
+		State       string   `json:"state"`
+		NativeState string   `json:"native_state"`
+		ExitCode    *int     `json:"exit_code"`
+		Cluster     string   `json:"cluster"`
+		Host        string   `json:"host"`
+		NativeID    string   `json:"native_id"`
+		From        string   `json:"from"`
+		To          string   `json:"to"`
+		Attempt     int      `json:"attempt"`
+		Of          int      `json:"of"`
+		Bytes       int64    `json:"bytes"`
+		Added       []string `json:"added"`
+		Removed     []string `json:"removed"`
 	}
 	if json.Unmarshal(ev.Data, &n) != nil {
 		return ""
 	}
-	if s := firstOf(n.Reason, n.Error); s != "" {
-		return ": " + s
+	on := func(s string) string {
+		if n.Host != "" {
+			return s + " on " + n.Host
+		}
+		return s
 	}
 	switch {
+	case ev.Name == events.Transfer:
+		s := fmt.Sprintf(": attempt %d of %d: %s -> %s", n.Attempt, n.Of, n.From, n.To)
+		if n.Error != "" {
+			return s + " failed: " + strings.Join(strings.Fields(n.Error), " ")
+		}
+		return s + fmt.Sprintf(" (%d bytes)", n.Bytes)
+	case firstOf(n.Reason, n.Error) != "":
+		return ": " + strings.Join(strings.Fields(firstOf(n.Reason, n.Error)), " ") // one line an event
 	case ev.Name == events.StatusChanged && n.State != "":
 		if n.NativeState != "" && n.NativeState != n.State {
 			return ": " + n.State + " (" + n.NativeState + ")"
@@ -644,6 +665,12 @@ func eventNote(ev events.Event) string {
 		return ": " + n.State
 	case ev.Name == events.Exited && n.ExitCode != nil:
 		return fmt.Sprintf(": exit code %d", *n.ExitCode)
+	case ev.Name == events.Incarnated && n.Cluster != "":
+		return on(": for cluster " + n.Cluster)
+	case ev.Name == events.Started && n.NativeID != "":
+		return on(": native id " + n.NativeID)
+	case ev.Name == events.SessionUpdated:
+		return fmt.Sprintf(": %d added, %d removed", len(n.Added), len(n.Removed))
 	}
 	return ""
 }
