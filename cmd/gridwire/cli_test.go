@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -433,6 +434,28 @@ func TestServeRefusesABadConfigWithItsLines(t *testing.T) {
 		}
 		if _, err := os.Stat(data); err == nil {
 			t.Errorf("%s: the refused start made %s", c.name, data)
+		}
+	}
+}
+
+// A port another process holds refuses serve before the data directory is touched,
+// naming the flag to change.
+func TestServeRefusesATakenPortBeforeMakingAnything(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	dir := t.TempDir()
+	for _, args := range [][]string{{"--http", held.Addr().String()}, {"--http", "127.0.0.1:0", "--ptp-listen", held.Addr().String()}} {
+		data := filepath.Join(dir, "data")
+		status, _, errOut := cli(context.Background(), append([]string{"serve", "--data", data}, args...)...)
+		flag := args[len(args)-2]
+		if status != exitInternal || !strings.Contains(errOut, flag+" "+held.Addr().String()+": the address is in use") {
+			t.Errorf("serve %v: exit %d %q", args, status, errOut)
+		}
+		if _, err := os.Stat(data); err == nil {
+			t.Errorf("serve %v: the refused start made %s", args, data)
 		}
 	}
 }

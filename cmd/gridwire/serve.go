@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net"
 	"path/filepath"
+	"syscall"
 
 	"github.com/gridwire/gridwire/pkg/cluster"
 	"github.com/gridwire/gridwire/pkg/httpapi"
@@ -49,23 +50,33 @@ func serve(ctx context.Context, e *env, f *busFlags, httpAddr, ptpAddr string) e
 			return fmt.Errorf("--ptp-listen: %w", err)
 		}
 	}
-	sys, err := openSystem(ctx, e, f, true)
+	// The listeners are bound before the data directory is touched: a port another
+	// process holds refuses the start with nothing made under --data.
+	httpLn, err := listen("--http", httpAddr)
 	if err != nil {
 		return err
 	}
-	defer sys.close()
-	if sys.listener, err = net.Listen("tcp", httpAddr); err != nil {
-		return fmt.Errorf("HTTP listener: %w", err)
-	}
-	sys.own = append(sys.own, sys.listener.Addr().String())
-	// The PTP listener is opened before the services start, so the stager knows it as
-	// one of the gateway's own (never reachable through staging).
 	var ptpLn net.Listener
 	if ptpAddr != "" {
-		if ptpLn, err = net.Listen("tcp", ptpAddr); err != nil {
-			sys.listener.Close()
-			return fmt.Errorf("--ptp-listen: %w", err)
+		if ptpLn, err = listen("--ptp-listen", ptpAddr); err != nil {
+			httpLn.Close()
+			return err
 		}
+	}
+	sys, err := openSystem(ctx, e, f, true)
+	if err != nil {
+		httpLn.Close()
+		if ptpLn != nil {
+			ptpLn.Close()
+		}
+		return err
+	}
+	defer sys.close()
+	sys.listener = httpLn
+	sys.own = append(sys.own, sys.listener.Addr().String())
+	// The PTP listener is known before the services start, so the stager counts it as
+	// one of the gateway's own (never reachable through staging).
+	if ptpLn != nil {
 		sys.own = append(sys.own, ptpLn.Addr().String())
 	}
 	g, gctx := errgroup.WithContext(ctx)
@@ -86,6 +97,18 @@ func serve(ctx context.Context, e *env, f *busFlags, httpAddr, ptpAddr string) e
 		"nats", firstOf(sys.bus.ClientURL(), "in-process"), "clusters", len(sys.cfg.Clusters))
 	fmt.Fprintf(e.stderr, "gridwire: HTTP API on http://%s\n", addr)
 	return g.Wait()
+}
+
+// listen binds a listener a flag names, saying which flag when the address is taken.
+func listen(flag, addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("%s %s: the address is in use (another gridwire serve?); stop that process or give %s another address", flag, addr, flag)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", flag, addr, err)
+	}
+	return ln, nil
 }
 
 // checkClusters plans every cluster of the config with its OS profile before anything
@@ -149,8 +172,8 @@ func serviceCmd(e *env, name string) *cobra.Command {
 				if err := checkListen(sys.auth, httpAddr); err != nil {
 					return err
 				}
-				if sys.listener, err = net.Listen("tcp", httpAddr); err != nil {
-					return fmt.Errorf("HTTP listener: %w", err)
+				if sys.listener, err = listen("--http", httpAddr); err != nil {
+					return err
 				}
 			}
 			g, gctx := errgroup.WithContext(cmd.Context())
