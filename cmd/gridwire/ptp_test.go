@@ -88,6 +88,46 @@ func TestPTPProxyConnectsBack(t *testing.T) {
 	}
 }
 
+// TestPTPProxyOverStdio runs `ptp-proxy --proxy=stdio`, as a proxy started over an SSH
+// channel is: the session comes on its standard input and goes out on its standard output.
+func TestPTPProxyOverStdio(t *testing.T) {
+	ptpAddr := freeAddr(t)
+	serveCLI(t, "--ptp-listen", ptpAddr)
+	dialPTP(t, ptpAddr, ptpwire.FormatText).Close() // listening
+	toProxy, fromEclipse := io.Pipe()
+	toEclipse, fromProxy := io.Pipe()
+	proxied := make(chan error, 1)
+	go func() {
+		_, err := executeIn(context.Background(), []string{"ptp-proxy", "--proxy=stdio", "--debug=0", "--server", "tcp://" + ptpAddr},
+			func(string) string { return "" }, toProxy, fromProxy, io.Discard)
+		fromProxy.Close()
+		proxied <- err
+	}()
+	c := ptptest.New(pipeConn{toEclipse, fromEclipse}, ptpwire.FormatText)
+	drivePTP(t, c, "via-stdio")
+	fromEclipse.Close() // Eclipse is gone
+	select {
+	case err := <-proxied:
+		if err != nil {
+			t.Fatalf("ptp-proxy: %v", err)
+		}
+	case <-time.After(ptpWait):
+		t.Fatal("ptp-proxy did not end after QUIT")
+	}
+}
+
+// pipeConn is the Eclipse end of a stdio proxy: it reads the proxy's output and writes
+// its input.
+type pipeConn struct {
+	*io.PipeReader
+	*io.PipeWriter
+}
+
+func (p pipeConn) Close() error {
+	p.PipeWriter.Close()
+	return p.PipeReader.Close()
+}
+
 func TestPTPProxyNeedsWhereToServeFrom(t *testing.T) {
 	_, _, err := runCLI(context.Background(), "ptp-proxy", "--proxy=tcp", "--host=127.0.0.1", "--port=1")
 	if err == nil || !strings.Contains(err.Error(), "--server") {
