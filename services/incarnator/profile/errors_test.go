@@ -76,7 +76,7 @@ func TestSetErrors(t *testing.T) {
 		{"self", map[string]string{"a.xml": profileXML("a", "a", req)},
 			[]string{"inheritance cycle: a (profiles/a.xml:2:1) extends a"}},
 		{"missing parent", map[string]string{"a.xml": profileXML("a", "nowhere", req)},
-			[]string{`profiles/a.xml:2:1: Profile@extends: profile "a" extends "nowhere", which no file in the set defines`}},
+			[]string{`profiles/a.xml:2:1: Profile@extends: profile "a" extends "nowhere", which no file in the set defines (a profile directory is the whole set: the shipped profiles, deploy/profiles, are in it only if copied there)`}},
 		{"missing required", map[string]string{"a.xml": profileXML("a", "", `<Template name="START"><Invocation><Body>x</Body></Invocation></Template>
 <Template name="LIST"><Invocation name="FILE"><Body>x</Body></Invocation></Template>`)},
 			[]string{`profiles/a.xml:2:1: Template: profile "a" has no template JOB_PROLOGUE (required by the gateway (spec 2.5))`,

@@ -140,7 +140,8 @@ func (s *Set) resolve(name string, chain []*Profile) (*Profile, error) {
 	}
 	s.parentOf[p.Extends] = true
 	if _, ok := s.raw[p.Extends]; !ok {
-		return nil, &Error{Pos: p.ExtendsPos, Field: "Profile@extends", Msg: fmt.Sprintf("profile %q extends %q, which no file in the set defines", p.Name, p.Extends)}
+		return nil, &Error{Pos: p.ExtendsPos, Field: "Profile@extends", Msg: fmt.Sprintf("profile %q extends %q, which no file in the set defines"+
+			" (a profile directory is the whole set: the shipped profiles, deploy/profiles, are in it only if copied there)", p.Name, p.Extends)}
 	}
 	parent, err := s.resolve(p.Extends, append(chain, p))
 	if err != nil {
