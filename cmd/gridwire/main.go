@@ -80,8 +80,8 @@ const (
 	groupServe   = "serve"
 )
 
-const rootLong = `gridwire accepts job descriptions (JRDL, DDS topologies, the v3 task description in
-JSON or YAML), runs them on local hosts, SSH hosts or batch clusters, and records every
+const rootLong = `gridwire accepts job descriptions (JRDL, DDS topologies, JSDL, the v3 task description
+in JSON or YAML), runs them on local hosts, SSH hosts or batch clusters, and records every
 fact about each job in an event log on NATS JetStream.
 
 The client verbs talk to a server's HTTP API (--server, default $GRIDWIRE_SERVER, else

@@ -13,7 +13,7 @@ func normalizeCmd(e *env) *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
 		Use:   "normalize FILE...",
-		Short: "print the canonical jobs of each file (- for standard input) as JSON, one array per file; no server needed",
+		Short: "print the canonical jobs of each file (- is standard input) as JSON, one array per file",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
 			if err := oneStdin(files); err != nil {

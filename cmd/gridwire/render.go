@@ -19,7 +19,7 @@ func renderCmd(e *env) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "render [--config FILE] JOBFILE...",
-		Short: "print the cluster chosen for each job (- reads a description from standard input) and its rendered START script; no server needed",
+		Short: "print the cluster chosen for each job of each file (- is standard input) and its rendered START script",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
 			if err := oneStdin(files); err != nil {
