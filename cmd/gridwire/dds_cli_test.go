@@ -47,7 +47,7 @@ func TestCLIHistoryShowsAttempts(t *testing.T) {
 	attempts := map[string]int{}
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
-		if len(f) == 6 && strings.HasSuffix(f[4], ".started.v1") {
+		if len(f) >= 6 && strings.HasSuffix(f[4], ".started.v1") {
 			attempts[f[3]]++
 		}
 	}

@@ -31,6 +31,10 @@ func TestEventNotes(t *testing.T) {
 		{events.SessionUpdated, events.SessionUpdateData{Added: []string{"a"}, Removed: []string{"b", "c"}}, "rita",
 			": 1 added, 2 removed", "by rita: 1 added, 2 removed"},
 		{events.Queued, events.QueuedData{Cluster: "hpc"}, "", "", ""},
+		{events.PropertySet, events.PropertySetData{Key: "peer", Value: "10.0.0.1:5000", TaskPath: "main/server_0"}, "",
+			`: peer = "10.0.0.1:5000" by main/server_0`, `peer = "10.0.0.1:5000" by main/server_0`},
+		{events.Restarted, events.RestartedData{Attempt: 2, Of: 3, Reason: "exit code 5"}, "",
+			": attempt 2 of 3; the last one ended: exit code 5", "attempt 2 of 3; the last one ended: exit code 5"},
 	} {
 		ev, err := events.New(events.NewID(), c.name, "", time.Now(), c.payload)
 		if err != nil {

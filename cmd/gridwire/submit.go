@@ -639,6 +639,9 @@ func eventNote(ev events.Event) string {
 		Bytes       int64    `json:"bytes"`
 		Added       []string `json:"added"`
 		Removed     []string `json:"removed"`
+		Key         string   `json:"key"`
+		Value       string   `json:"value"`
+		TaskPath    string   `json:"task_path"`
 	}
 	if json.Unmarshal(ev.Data, &n) != nil {
 		return ""
@@ -656,6 +659,8 @@ func eventNote(ev events.Event) string {
 			return s + " failed: " + strings.Join(strings.Fields(n.Error), " ")
 		}
 		return s + fmt.Sprintf(" (%d bytes)", n.Bytes)
+	case ev.Name == events.Restarted:
+		return fmt.Sprintf(": attempt %d of %d; the last one ended: %s", n.Attempt, n.Of, strings.Join(strings.Fields(n.Reason), " "))
 	case firstOf(n.Reason, n.Error) != "":
 		return ": " + strings.Join(strings.Fields(firstOf(n.Reason, n.Error)), " ") // one line an event
 	case ev.Name == events.StatusChanged && n.State != "":
@@ -669,6 +674,9 @@ func eventNote(ev events.Event) string {
 		return on(": for cluster " + n.Cluster)
 	case ev.Name == events.Started && n.NativeID != "":
 		return on(": native id " + n.NativeID)
+	case ev.Name == events.PropertySet:
+		v := cut(strings.Join(strings.Fields(n.Value), " "), 60)
+		return fmt.Sprintf(": %s = %q by %s", n.Key, v, firstOf(n.TaskPath, "a task"))
 	case ev.Name == events.SessionUpdated:
 		return fmt.Sprintf(": %d added, %d removed", len(n.Added), len(n.Removed))
 	}
