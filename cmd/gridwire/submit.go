@@ -675,7 +675,7 @@ func eventNote(ev events.Event) string {
 	case ev.Name == events.Started && n.NativeID != "":
 		return on(": native id " + n.NativeID)
 	case ev.Name == events.PropertySet:
-		v := cut(strings.Join(strings.Fields(n.Value), " "), 60)
+		v := cut(n.Value, 60) // on one line
 		return fmt.Sprintf(": %s = %q by %s", n.Key, v, firstOf(n.TaskPath, "a task"))
 	case ev.Name == events.SessionUpdated:
 		return fmt.Sprintf(": %d added, %d removed", len(n.Added), len(n.Removed))
