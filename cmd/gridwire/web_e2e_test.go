@@ -210,6 +210,9 @@ func TestWebPageClickThrough(t *testing.T) {
 		t.Fatalf("cancel the session: %d %s", status, errOut)
 	}
 	b.waitUntil(`document.getElementById("job-state").textContent === "CANCELLED"`, "the session to be cancelled")
+	// A JRDL document's job has no name: its page is titled by its place in the document.
+	b.open(server+"/?job="+jrdl[1]+"#token="+operatorToken, "#job-summary dt")
+	b.waitUntil(`document.getElementById("job-name").textContent === "job[0]"`, "the document's first job named by its place")
 
 	b.open(server+"/?job=01M7YSXJYJGT92HYD6NERX8N0S#token="+operatorToken, "#error:not([hidden])")
 	if got := b.text("#error"); !strings.Contains(got, "no job") {

@@ -387,8 +387,8 @@
 
   // --- one job's page ----------------------------------------------------------------
   function summary(v) {
-    document.title = (v.name || v.id) + " · gridwire";
-    document.getElementById("job-name").textContent = v.name || (v.kind === "group" ? "group" : "job");
+    document.title = (v.name || v.path || v.id) + " · gridwire";
+    document.getElementById("job-name").textContent = v.name || v.path || (v.kind === "group" ? "group" : "job");
     const badge = document.getElementById("job-state");
     badge.textContent = v.status;
     badge.className = "badge " + v.status;
