@@ -159,6 +159,7 @@ func executeIn(ctx context.Context, args []string, getenv func(string) string, s
 	e := &env{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
 	root := newRoot(e)
 	root.SetArgs(args)
+	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	return root.ExecuteContextC(ctx)

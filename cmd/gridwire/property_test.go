@@ -109,6 +109,12 @@ func TestPropertiesOnTheForkCluster(t *testing.T) {
 			t.Errorf("property %s: exit %d %q, want %d saying %q", c.args[0], status, errOut, c.status, c.says)
 		}
 	}
+	// VALUE - is the command's standard input.
+	var out2, errb bytes.Buffer
+	if status := runStatusIn(ctx, []string{"property", "put", "peer", "-"}, writer, strings.NewReader(strings.Repeat("y", 300)+"\n"), &out2, &errb); status != exitUsage ||
+		!strings.Contains(errb.String(), "the limit is 256") {
+		t.Errorf("property put peer - of 300 characters: exit %d %q", status, errb.String())
+	}
 	if status, _, errOut := propertyCLI(ctx, func(string) string { return "" }, "get", "peer"); status != exitRefused ||
 		!strings.Contains(errOut, "GRIDWIRE_PROPERTY_URL") {
 		t.Errorf("outside a task: exit %d %q", status, errOut)
