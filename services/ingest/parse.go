@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"path"
 	"sort"
 	"strings"
 
@@ -107,7 +108,23 @@ func Parse(file string, data []byte, opts ParseOptions) (jobs []events.Job, err 
 		return nil, withFile(file, problems)
 	}
 	stamp(jobs, file, data, format, opts.ContentType)
+	if format == FormatJRDL && jobs[0].Kind == events.KindGroup {
+		// A JRDL document has no name of its own: its parent record takes its file's,
+		// so that a list of documents tells them apart.
+		if name := documentName(file); name != "" {
+			jobs[0].Name = name
+		}
+	}
 	return jobs, nil
+}
+
+// documentName is the base name of a description's file, or "" for the placeholders
+// callers give a document that came without one ("(request body)", "<stdin>").
+func documentName(file string) string {
+	if file == "" || strings.HasPrefix(file, "(") || strings.HasPrefix(file, "<") {
+		return ""
+	}
+	return path.Base(file)
 }
 
 func parseAs(format string, data []byte) ([]events.Job, []diag.Problem) {

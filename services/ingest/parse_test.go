@@ -256,3 +256,32 @@ func TestDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// A JRDL document of several jobs is named after its file (it has no name of its own);
+// without a file it keeps the format's name, and a lone job is not renamed.
+func TestJRDLDocumentNamedAfterItsFile(t *testing.T) {
+	two := []byte(`<jrdl>
+  <job><executable><path><stringElement value="/bin/true"/></path></executable></job>
+  <job><executable><path><stringElement value="/bin/true"/></path></executable></job>
+</jrdl>`)
+	one := []byte(`<jrdl><job><executable><path><stringElement value="/bin/true"/></path></executable></job></jrdl>`)
+	for _, c := range []struct {
+		file string
+		doc  []byte
+		want string
+	}{
+		{"runs/nightly.xml", two, "nightly.xml"},
+		{"(request body)", two, "jrdl"},
+		{"<stdin>", two, "jrdl"},
+		{"", two, "jrdl"},
+		{"nightly.xml", one, ""},
+	} {
+		jobs, err := Parse(c.file, c.doc, ParseOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if jobs[0].Name != c.want {
+			t.Errorf("%q: the first job is named %q, want %q", c.file, jobs[0].Name, c.want)
+		}
+	}
+}
