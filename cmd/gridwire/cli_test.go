@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -481,5 +483,53 @@ func TestUnknownVerbsAreRefused(t *testing.T) {
 		if status, out, _ := cli(context.Background(), args...); status != 0 || !strings.Contains(out, "Available Commands") && !strings.Contains(out, "Usage:") {
 			t.Errorf("%v alone: exit %d, want its help\n%s", args, status, out)
 		}
+	}
+}
+
+// status --as-of shows the state a job had at a past moment, folded from the events
+// recorded by then: a job that has since succeeded was RUNNING.
+func TestStatusAsOf(t *testing.T) {
+	server := serveCLI(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	release := filepath.Join(dir, "release")
+	job := writeFile(t, dir, "gated.json", fmt.Sprintf(`{"version":3,"description":"gated","executable":"/bin/sh",
+		"arguments":["-c","while [ ! -e %s ]; do sleep 0.05; done"]}`, release))
+	_, out, errOut := cli(ctx, "submit", "--server", server, job)
+	id := strings.TrimSpace(out)
+	if id == "" {
+		t.Fatalf("submit: %s", errOut)
+	}
+	var running time.Time
+	deadline := time.Now().Add(30 * time.Second)
+	for running.IsZero() {
+		if _, out, _ := cli(ctx, "status", "--json", "--server", server, id); strings.Contains(out, `"status":"RUNNING"`) {
+			running = time.Now()
+		} else if time.Now().After(deadline) {
+			t.Fatalf("job %s never RUNNING: %s", id, out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(10 * time.Millisecond)
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, out, _ := cli(ctx, "status", "--json", "--server", server, id); strings.Contains(out, `"status":"SUCCEEDED"`) {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("job %s never SUCCEEDED: %s", id, out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	status, out, errOut := cli(ctx, "status", "--server", server, "--as-of", running.UTC().Format(time.RFC3339Nano), id)
+	if status != 0 || !strings.HasPrefix(out, "as of ") || !regexp.MustCompile(`(?m)^state\s+RUNNING$`).MatchString(out) || strings.Contains(out, "exit code") {
+		t.Errorf("status --as-of while it ran: %d\n%s%s", status, out, errOut)
+	}
+	if status, _, errOut := cli(ctx, "status", "--server", server, "--as-of", "24h", id); status != exitNotFound || !strings.Contains(errOut, "not_yet_submitted") {
+		t.Errorf("status --as-of before it was submitted: %d %s", status, errOut)
+	}
+	if status, _, errOut := cli(ctx, "status", "--server", server, "--as-of", "yesterday", id); status != exitUsage || !strings.Contains(errOut, `--as-of "yesterday"`) {
+		t.Errorf("status --as-of yesterday: %d %s", status, errOut)
 	}
 }

@@ -126,14 +126,17 @@ func (l *listFlags) query(now time.Time) (url.Values, error) {
 	return q, nil
 }
 
-func sinceTime(s string, now time.Time) (time.Time, error) {
+func sinceTime(s string, now time.Time) (time.Time, error) { return pastTime("--since", s, now) }
+
+// pastTime reads a flag's moment: a duration back from now (90m, 2h) or an RFC 3339 time.
+func pastTime(flag, s string, now time.Time) (time.Time, error) {
 	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
 		return now.Add(-d), nil
 	}
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return t, nil
 	}
-	return time.Time{}, usageErrorf("--since %q: want a duration (90m, 2h) or an RFC 3339 time", s)
+	return time.Time{}, usageErrorf("%s %q: want a duration (90m, 2h) or an RFC 3339 time", flag, s)
 }
 
 // jobPage is one page of GET /v1/jobs.

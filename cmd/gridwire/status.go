@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/gridwire/gridwire/events"
 	"github.com/spf13/cobra"
@@ -16,17 +18,26 @@ import (
 
 func statusCmd(e *env) *cobra.Command {
 	f := &clientFlags{}
+	var asOf string
 	cmd := &cobra.Command{
 		Use:   "status ID",
-		Short: "show a job's state, exit code, reason, cluster and times",
+		Short: "show a job's state, exit code, reason, cluster and times (now, or --as-of a past moment)",
 		Example: `  gridwire status 01JD3Z...
-  gridwire status --json 01JD3Z... | jq .exit_code`,
+  gridwire status --json 01JD3Z... | jq .exit_code
+  gridwire status --as-of 2h 01JD3Z...      # the state it had two hours ago, folded from its history`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeJobs(e, f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := f.client(e)
 			if err != nil {
 				return err
+			}
+			if asOf != "" {
+				t, err := pastTime("--as-of", asOf, time.Now())
+				if err != nil {
+					return err
+				}
+				return statusAsOf(cmd.Context(), e, c, f, args[0], t)
 			}
 			v, err := c.job(cmd.Context(), args[0])
 			if err != nil {
@@ -64,7 +75,31 @@ func statusCmd(e *env) *cobra.Command {
 		},
 	}
 	f.register(cmd.Flags(), e)
+	cmd.Flags().StringVar(&asOf, "as-of", "", "the state at a past moment: a duration back (90m, 2h) or an RFC 3339 time")
 	return cmd
+}
+
+// statusAsOf shows a job as its history had it at t: the events recorded by then,
+// folded. A group's line counts its children as the group's own last move before t
+// recorded them; its children are not listed, each has its own --as-of.
+func statusAsOf(ctx context.Context, e *env, c *client, f *clientFlags, id string, t time.Time) error {
+	var v jobView
+	err := c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id)+"?"+url.Values{"as_of": {t.UTC().Format(time.RFC3339Nano)}}.Encode(), nil, "", &v)
+	if err != nil {
+		return err
+	}
+	if f.json {
+		return json.NewEncoder(e.stdout).Encode(v)
+	}
+	clk := newClock(f.utc)
+	fmt.Fprintf(e.stdout, "as of %s, from the events recorded by then\n", clk.atAgo(t))
+	if err := printStatus(e, v, clk); err != nil {
+		return err
+	}
+	if v.Kind == string(events.KindGroup) {
+		fmt.Fprintf(e.stdout, "\n(its children as the group last counted them before then; `gridwire status --as-of` each child for its own)\n")
+	}
+	return nil
 }
 
 // liveSummary counts a group's children by the state each has now; a child the read
