@@ -78,14 +78,7 @@ func TestPTPProxyConnectsBack(t *testing.T) {
 	c := ptptest.New(conn, ptpwire.FormatBinary)
 	defer c.Close()
 	drivePTP(t, c, "via-proxy")
-	select {
-	case err := <-proxied:
-		if err != nil && !errors.Is(err, context.Canceled) {
-			t.Fatalf("ptp-proxy: %v", err)
-		}
-	case <-time.After(ptpWait):
-		t.Fatal("ptp-proxy did not end after QUIT")
-	}
+	endsAfterQuit(t, proxied, "ptp-proxy")
 }
 
 // TestPTPProxyOverStdio runs `ptp-proxy --proxy=stdio`, as a proxy started over an SSH
@@ -106,13 +99,19 @@ func TestPTPProxyOverStdio(t *testing.T) {
 	c := ptptest.New(pipeConn{toEclipse, fromEclipse}, ptpwire.FormatText)
 	drivePTP(t, c, "via-stdio")
 	fromEclipse.Close() // Eclipse is gone
+	endsAfterQuit(t, proxied, "ptp-proxy")
+}
+
+// endsAfterQuit waits for a proxy's session to end once the client has quit.
+func endsAfterQuit(t *testing.T, done <-chan error, what string) {
+	t.Helper()
 	select {
-	case err := <-proxied:
-		if err != nil {
-			t.Fatalf("ptp-proxy: %v", err)
+	case err := <-done:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatalf("%s: %v", what, err)
 		}
 	case <-time.After(ptpWait):
-		t.Fatal("ptp-proxy did not end after QUIT")
+		t.Fatalf("%s did not end after QUIT", what)
 	}
 }
 
@@ -288,14 +287,7 @@ func TestPTPProxyServesFromNATS(t *testing.T) {
 	c := ptptest.New(eclipse, ptpwire.FormatBinary)
 	defer c.Close()
 	drivePTP(t, c, "nats")
-	select {
-	case err := <-served:
-		if err != nil {
-			t.Fatalf("ptp-proxy --nats-url: %v", err)
-		}
-	case <-time.After(ptpWait):
-		t.Fatal("the session did not end after QUIT")
-	}
+	endsAfterQuit(t, served, "ptp-proxy --nats-url")
 }
 
 func TestPTPListenRefusesOtherAddressesWithoutTokens(t *testing.T) {
