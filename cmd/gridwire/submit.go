@@ -263,6 +263,7 @@ func setAll(out []fileOutcome, index []int, err error) bool {
 // server's messages, the job's recorded original, and the summary of several files.
 const stdinName = "<stdin>"
 
+// shown is how a file is named in what submit prints.
 func shown(file string) string {
 	if file == "-" {
 		return stdinName

@@ -192,7 +192,8 @@
     const removed = [];
     for (const c of p.jobs) {
       if (gone.has(c.id)) { removed.push(c); continue; }
-      const b = c.collection || (c.name && c.name.includes("/") ? c.name.slice(0, c.name.lastIndexOf("/")) : "");
+      const n = c.name || c.path || ""; // a JRDL piece has only its place: job[1]/subjob[0]
+      const b = c.collection || (n.includes("/") ? n.slice(0, n.lastIndexOf("/")) : "");
       if (!branches.has(b)) branches.set(b, []);
       branches.get(b).push(c);
     }
