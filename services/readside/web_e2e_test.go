@@ -179,3 +179,42 @@ func TestWebPageShowsAGroupsJobs(t *testing.T) {
 		t.Logf("DOM:\n%s", dom)
 	}
 }
+
+// A JRDL document's pieces have no names, only their places: the page groups subjobs
+// under their job by that place.
+func TestWebPageGroupsSubjobsByTheirPlace(t *testing.T) {
+	browser := chromium(t)
+	b, st := openBus(t)
+	doc := events.NewID()
+	r := events.NewIDRange(3)
+	ids := []string{r.At(0), r.At(1), r.At(2)}
+	places := []string{"job[0]", "job[1]/subjob[0]", "job[1]/subjob[1]"}
+	play(t, st, doc, t0, []step{{Name: events.Submitted, Payload: events.Job{ID: doc, Name: "two.xml", Kind: events.KindGroup, Children: ids}}})
+	for i, id := range ids {
+		play(t, st, id, t0, []step{{Name: events.Submitted, Payload: events.Job{ID: id, Parent: doc, Executable: "/bin/true",
+			Original: events.Original{Format: "jrdl", Path: places[i]}}}})
+	}
+	srv := serve(t, b, st, Config{}, func(h http.Handler) http.Handler {
+		return streamFor(1500*time.Millisecond, h)
+	}).URL
+	eventually(t, "the table to show the document's three jobs", func() bool {
+		var p Page
+		getJSON(t, srv+"/v1/jobs?parent="+doc, &p)
+		return len(p.Jobs) == 3
+	})
+	dom := dumpDOM(t, browser, srv+"/?job="+doc)
+	section := regexp.MustCompile(`(?s)<section id="children-section">.*?</section>`).FindString(dom)
+	var order []string
+	for _, m := range regexp.MustCompile(`<td class="name">([^<]*)<|<tr class="branch[^"]*"[^>]*><td[^>]*>([^<]*)<`).FindAllStringSubmatch(section, -1) {
+		order = append(order, m[1]+m[2])
+	}
+	if want := []string{"job[0]", "▾ job[1] (2)", "job[1]/subjob[0]", "job[1]/subjob[1]"}; !slices.Equal(order, want) {
+		t.Errorf("the document's jobs: %q\nwant %q", order, want)
+	}
+	if !strings.Contains(dom, `<span id="job-name">two.xml</span>`) {
+		t.Error("the document's page is not titled by its name")
+	}
+	if t.Failed() {
+		t.Logf("DOM:\n%s", dom)
+	}
+}
