@@ -231,6 +231,14 @@ func (c *client) job(ctx context.Context, id string) (jobView, error) {
 	return v, err
 }
 
+// jobAsOf is a job as the events recorded by t fold it (GET /v1/jobs/{id}?as_of=).
+func (c *client) jobAsOf(ctx context.Context, id string, t time.Time) (jobView, error) {
+	var v jobView
+	q := url.Values{"as_of": {t.UTC().Format(time.RFC3339Nano)}}
+	err := c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id)+"?"+q.Encode(), nil, "", &v)
+	return v, err
+}
+
 func (c *client) history(ctx context.Context, id string) ([]events.Event, error) {
 	var evs []events.Event
 	err := c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id)+"/events", nil, "", &evs)

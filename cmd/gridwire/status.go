@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -83,8 +82,7 @@ func statusCmd(e *env) *cobra.Command {
 // folded. A group's line counts its children as the group's own last move before t
 // recorded them; its children are not listed, each has its own --as-of.
 func statusAsOf(ctx context.Context, e *env, c *client, f *clientFlags, id string, t time.Time) error {
-	var v jobView
-	err := c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id)+"?"+url.Values{"as_of": {t.UTC().Format(time.RFC3339Nano)}}.Encode(), nil, "", &v)
+	v, err := c.jobAsOf(ctx, id, t)
 	if err != nil {
 		return err
 	}
