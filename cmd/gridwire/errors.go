@@ -31,7 +31,7 @@ Exit status:
   1  a job did not succeed; audit or replay found a problem
   2  bad flags or arguments
   3  input refused (a description or the config file is invalid, a file is missing or too large)
-  4  no such job; no data where an offline verb looked
+  4  no such job, or its output is gone (removed by retention); no data where an offline verb looked
   5  refused by the server (permission; the job has ended or is not held)
   6  the server could not be reached
   7  the server failed, or another error
@@ -107,7 +107,7 @@ func classify(err error) (string, int) {
 
 func exitOfStatus(status int) int {
 	switch {
-	case status == http.StatusNotFound:
+	case status == http.StatusNotFound, status == http.StatusGone:
 		return exitNotFound
 	case status == http.StatusBadRequest:
 		return exitUsage

@@ -33,6 +33,9 @@ func TestEventNotes(t *testing.T) {
 		{events.Queued, events.QueuedData{Cluster: "hpc"}, "", "", ""},
 		{events.PropertySet, events.PropertySetData{Key: "peer", Value: "10.0.0.1:5000", TaskPath: "main/server_0"}, "",
 			`: peer = "10.0.0.1:5000" by main/server_0`, `peer = "10.0.0.1:5000" by main/server_0`},
+		{events.DirectoryDeleted, events.DirectoryDeletedData{OK: true, Paths: []string{"/w/J"}, Host: "n1"}, "", ": removed /w/J on n1", "removed /w/J on n1"},
+		{events.DirectoryDeleted, events.DirectoryDeletedData{Paths: []string{"/w/J"}, Reason: "DELETE exited 1"}, "",
+			": could not remove /w/J: DELETE exited 1", "could not remove /w/J: DELETE exited 1"},
 		{events.Restarted, events.RestartedData{Attempt: 2, Of: 3, Reason: "exit code 5"}, "",
 			": attempt 2 of 3; the last one ended: exit code 5", "attempt 2 of 3; the last one ended: exit code 5"},
 	} {

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/pkg/cluster"
@@ -89,4 +91,36 @@ clusters:
 	}
 	checkDeleted(t, h, st, events.StatusSucceeded)
 	checkAudit(t, h, id)
+}
+
+// Once its cluster's retention removed a job's directory, `logs` says the output is
+// gone and where it was (exit 4, as for any data that is not there), and `history`
+// says what was removed.
+func TestLogsOfARemovedDirectory(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "gw.yaml", "clusters:\n  - {name: local, kind: fork, profile: fork, retention: 0}\n")
+	server := serveCLI(t, "--config", cfg)
+	ctx := context.Background()
+	status, out, errOut := cli(ctx, "submit", "--wait", "--server", server, writeFile(t, dir, "a.json", `{"version":3,"executable":"/bin/echo","arguments":["hi"]}`))
+	if status != 0 {
+		t.Fatalf("submit: %d %s %s", status, out, errOut)
+	}
+	id := strings.Fields(out)[0]
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		_, hist, _ := cli(ctx, "history", "--server", server, id)
+		if strings.Contains(hist, ".directory_deleted.v1") {
+			if !regexp.MustCompile(`directory_deleted\.v1 .* removed /\S+/` + id + `( on \S+)?\n`).MatchString(hist) {
+				t.Errorf("history does not say what was removed:\n%s", hist)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the directory was never removed:\n%s", hist)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if status, _, errOut := cli(ctx, "logs", "--server", server, id); status != exitNotFound || !strings.Contains(errOut, "output_gone") {
+		t.Errorf("logs of a removed directory: exit %d %q, want %d and output_gone", status, errOut, exitNotFound)
+	}
 }

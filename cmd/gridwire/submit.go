@@ -640,6 +640,8 @@ func eventNote(ev events.Event) string {
 		Bytes       int64    `json:"bytes"`
 		Added       []string `json:"added"`
 		Removed     []string `json:"removed"`
+		OK          *bool    `json:"ok"`
+		Paths       []string `json:"paths"`
 		Key         string   `json:"key"`
 		Value       string   `json:"value"`
 		TaskPath    string   `json:"task_path"`
@@ -660,6 +662,11 @@ func eventNote(ev events.Event) string {
 			return s + " failed: " + strings.Join(strings.Fields(n.Error), " ")
 		}
 		return s + fmt.Sprintf(" (%d bytes)", n.Bytes)
+	case ev.Name == events.DirectoryDeleted && n.OK != nil:
+		if *n.OK {
+			return on(": removed " + strings.Join(n.Paths, ", "))
+		}
+		return on(": could not remove "+strings.Join(n.Paths, ", ")) + ": " + strings.Join(strings.Fields(n.Reason), " ")
 	case ev.Name == events.Restarted:
 		return fmt.Sprintf(": attempt %d of %d; the last one ended: %s", n.Attempt, n.Of, strings.Join(strings.Fields(n.Reason), " "))
 	case firstOf(n.Reason, n.Error) != "":
