@@ -43,6 +43,9 @@ func TestCLIHistoryShowsAttempts(t *testing.T) {
 	if _, out, _ = cli(ctx, "status", "--server", server, task); !regexp.MustCompile(`(?m)^attempt\s+3$`).MatchString(out) {
 		t.Errorf("status does not name attempt 3:\n%s", out)
 	}
+	if !regexp.MustCompile(`(?m)^name\s+main/crash_0$`).MatchString(out) || strings.Contains(out, "\npath ") {
+		t.Errorf("status names a task by its path once, as its name:\n%s", out)
+	}
 	_, out, _ = cli(ctx, "history", "--server", server, task)
 	attempts := map[string]int{}
 	for _, line := range strings.Split(out, "\n") {

@@ -143,7 +143,11 @@ func printStatus(e *env, v jobView, clk clock) error {
 	if v.Restarting {
 		attempt += " (crashed; the next attempt is about to begin)"
 	}
-	for _, kv := range [][2]string{{"attempt", strings.TrimSpace(attempt)}, {"reason", v.Reason}, {"group", group}, {"path", v.Path}, {"cluster", v.Cluster}, {"native id", v.NativeID},
+	path := v.Path
+	if path == v.Name {
+		path = "" // a DDS task is named by its path: said once
+	}
+	for _, kv := range [][2]string{{"attempt", strings.TrimSpace(attempt)}, {"reason", v.Reason}, {"group", group}, {"path", path}, {"cluster", v.Cluster}, {"native id", v.NativeID},
 		{"native state", v.NativeState}, {"parent", v.Parent}, {"submitter", v.Submitter},
 		{"submitted", clk.atAgo(v.SubmittedAt)}, {"started", clk.atAgo(v.StartedAt)}, {"ended", clk.atAgo(v.EndedAt)},
 		{"ran for", ran}} {
