@@ -106,7 +106,8 @@ perms() { # perms USER PUBLISH-LINES [SUBSCRIBE-SUBJECTS] [DENY-LINES] [responds
 # Readers create ordered consumers under names of their own; they must not create, change,
 # pull from or delete the durable consumers the services share (taking another role's work).
 durables_except() { # durables_except [OWN...]: deny lines for every service durable but OWN
-  local -a all=(incarnator stager-in stager-out watcher-end watcher-groups watcher-group-requests watcher-restarts)
+  local -a all=(incarnator stager-in stager-out watcher-end watcher-groups watcher-group-requests watcher-restarts
+    watcher-session-updates)
   for c in "${cluster_list[@]}"; do all+=("watcher-$c" "executor-$c" "executor-control-$c" "executor-retention-$c"); done
   for d in "${all[@]}"; do
     local own=0
@@ -148,10 +149,11 @@ lines() { printf '%s\n' "$@"; }
     for c in "${cluster_list[@]}"; do durable "watcher-$c" "jobs.*.started.$c"; done
     durable watcher-end 'jobs.*.staged_out.*'
     durable watcher-restarts 'jobs.*.failed.*'
+    durable watcher-session-updates 'jobs.*.session_updated.*'
     # The group consumers have several filters each: a permission can pin their names only.
     durable watcher-groups; durable watcher-group-requests
     kv gridwire-jobs write; kv gridwire-watch write)" 'gridwire.hint.> gridwire.api.events' \
-    "$(durables_except watcher-end watcher-groups watcher-group-requests watcher-restarts $(for c in "${cluster_list[@]}"; do echo "watcher-$c"; done))"
+    "$(durables_except watcher-end watcher-groups watcher-group-requests watcher-restarts watcher-session-updates $(for c in "${cluster_list[@]}"; do echo "watcher-$c"; done))"
   # The read side alone (gridwire readside): reads the log, keeps the job table, the
   # PTP element IDs and the DDS properties' view, and records what tasks set (property_set,
   # unrouted, signed as ingest) after checking their credentials (the secrets bucket).
