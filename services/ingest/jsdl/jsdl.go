@@ -55,6 +55,9 @@ func Decode(root *xmltree.Element) ([]events.Job, []diag.Problem) {
 	}
 	d.attrs(root, "JobDefinition", "id")
 	job := events.Job{}
+	if id, ok := root.Attr("id"); ok {
+		d.extra(&job, "JobDefinition@id", id) // the document's own name for the job, kept
+	}
 	desc := d.one(root, "JobDefinition", NS, "JobDescription")
 	if desc != nil {
 		d.description(desc, &job)
@@ -341,6 +344,8 @@ func origin(el *xmltree.Element, path string) events.Origin {
 	return events.Origin{Field: path, Line: el.Line, Col: el.Col}
 }
 
+// extra keeps descriptive text under its JSDL name; an element that may repeat
+// (JobAnnotation, JobProject) keeps each: the second under KEY[1], the third KEY[2].
 func (d *decoder) extra(job *events.Job, key, v string) {
 	if v == "" {
 		return
@@ -348,7 +353,14 @@ func (d *decoder) extra(job *events.Job, key, v string) {
 	if job.Extra == nil {
 		job.Extra = map[string]string{}
 	}
-	job.Extra[key] = v
+	k := key
+	for n := 1; ; n++ {
+		if _, taken := job.Extra[k]; !taken {
+			break
+		}
+		k = key + "[" + strconv.Itoa(n) + "]"
+	}
+	job.Extra[k] = v
 }
 
 // relPath reads a file name in the job's directory.
