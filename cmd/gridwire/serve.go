@@ -50,33 +50,32 @@ func serve(ctx context.Context, e *env, f *busFlags, httpAddr, ptpAddr string) e
 			return fmt.Errorf("--ptp-listen: %w", err)
 		}
 	}
-	// The listeners are bound before the data directory is touched: a port another
-	// process holds refuses the start with nothing made under --data.
-	httpLn, err := listen("--http", httpAddr)
-	if err != nil {
-		return err
-	}
-	var ptpLn net.Listener
-	if ptpAddr != "" {
-		if ptpLn, err = listen("--ptp-listen", ptpAddr); err != nil {
-			httpLn.Close()
+	// A port another process holds refuses the start before the data directory is
+	// touched. The listeners themselves are bound once the log is open, so that the API
+	// accepting connections still means the whole system (an embedded NATS listener
+	// included) is up.
+	for _, l := range [][2]string{{"--http", httpAddr}, {"--ptp-listen", ptpAddr}} {
+		if err := probeListen(l[0], l[1]); err != nil {
 			return err
 		}
 	}
 	sys, err := openSystem(ctx, e, f, true)
 	if err != nil {
-		httpLn.Close()
-		if ptpLn != nil {
-			ptpLn.Close()
-		}
 		return err
 	}
 	defer sys.close()
-	sys.listener = httpLn
+	if sys.listener, err = listen("--http", httpAddr); err != nil {
+		return err
+	}
 	sys.own = append(sys.own, sys.listener.Addr().String())
-	// The PTP listener is known before the services start, so the stager counts it as
+	// The PTP listener is opened before the services start, so the stager knows it as
 	// one of the gateway's own (never reachable through staging).
-	if ptpLn != nil {
+	var ptpLn net.Listener
+	if ptpAddr != "" {
+		if ptpLn, err = listen("--ptp-listen", ptpAddr); err != nil {
+			sys.listener.Close()
+			return err
+		}
 		sys.own = append(sys.own, ptpLn.Addr().String())
 	}
 	g, gctx := errgroup.WithContext(ctx)
@@ -109,6 +108,18 @@ func listen(flag, addr string) (net.Listener, error) {
 		return nil, fmt.Errorf("%s %s: %w", flag, addr, err)
 	}
 	return ln, nil
+}
+
+// probeListen binds and releases an address a flag names: whether it can be served.
+func probeListen(flag, addr string) error {
+	if addr == "" {
+		return nil
+	}
+	ln, err := listen(flag, addr)
+	if err != nil {
+		return err
+	}
+	return ln.Close()
 }
 
 // checkClusters plans every cluster of the config with its OS profile before anything
