@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/bus"
 )
 
 // chromium returns Debian's chromium; the e2e suite installs it first
@@ -150,22 +151,8 @@ func TestWebPageShowsAGroupsJobs(t *testing.T) {
 	}
 	play(t, st, session, t0.Add(time.Minute), []step{{Name: events.SessionUpdated,
 		Payload: events.SessionUpdateData{Removed: ids[3:]}}})
-	srv := serve(t, b, st, Config{}, func(h http.Handler) http.Handler {
-		return streamFor(1500*time.Millisecond, h)
-	}).URL
-	eventually(t, "the table to show the session's four jobs", func() bool {
-		var p Page
-		getJSON(t, srv+"/v1/jobs?parent="+session, &p)
-		return len(p.Jobs) == 4
-	})
-
-	dom := dumpDOM(t, browser, srv+"/?job="+session)
-	section := regexp.MustCompile(`(?s)<section id="children-section">.*?</section>`).FindString(dom)
-	var order []string
-	for _, m := range regexp.MustCompile(`<tr data-job="([0-9A-Z]+)"|<tr class="branch[^"]*"[^>]*><td[^>]*>([^<]*)<`).FindAllStringSubmatch(section, -1) {
-		order = append(order, m[1]+m[2])
-	}
-	want := []string{"▾ main (1)", ids[0], "▾ main/pair (2)", ids[1], ids[2], "▾ removed by a topology update (1)", ids[3]}
+	order, dom := groupPage(t, browser, b, st, session, len(ids))
+	want := []string{"▾ main (1)", "main/solo", "▾ main/pair (2)", "main/pair/w_1", "main/pair/w_0", "▾ removed by a topology update (1)", "main/pair/w_2"}
 	if !slices.Equal(order, want) {
 		t.Errorf("the group's jobs, in order: %q\nwant %q", order, want)
 	}
@@ -194,20 +181,7 @@ func TestWebPageGroupsSubjobsByTheirPlace(t *testing.T) {
 		play(t, st, id, t0, []step{{Name: events.Submitted, Payload: events.Job{ID: id, Parent: doc, Executable: "/bin/true",
 			Original: events.Original{Format: "jrdl", Path: places[i]}}}})
 	}
-	srv := serve(t, b, st, Config{}, func(h http.Handler) http.Handler {
-		return streamFor(1500*time.Millisecond, h)
-	}).URL
-	eventually(t, "the table to show the document's three jobs", func() bool {
-		var p Page
-		getJSON(t, srv+"/v1/jobs?parent="+doc, &p)
-		return len(p.Jobs) == 3
-	})
-	dom := dumpDOM(t, browser, srv+"/?job="+doc)
-	section := regexp.MustCompile(`(?s)<section id="children-section">.*?</section>`).FindString(dom)
-	var order []string
-	for _, m := range regexp.MustCompile(`<td class="name">([^<]*)<|<tr class="branch[^"]*"[^>]*><td[^>]*>([^<]*)<`).FindAllStringSubmatch(section, -1) {
-		order = append(order, m[1]+m[2])
-	}
+	order, dom := groupPage(t, browser, b, st, doc, len(ids))
 	if want := []string{"job[0]", "▾ job[1] (2)", "job[1]/subjob[0]", "job[1]/subjob[1]"}; !slices.Equal(order, want) {
 		t.Errorf("the document's jobs: %q\nwant %q", order, want)
 	}
@@ -217,4 +191,26 @@ func TestWebPageGroupsSubjobsByTheirPlace(t *testing.T) {
 	if t.Failed() {
 		t.Logf("DOM:\n%s", dom)
 	}
+}
+
+// groupPage serves the log, waits for the table to list the group's n jobs, and loads
+// its page in the browser: the rows of its jobs section in order (a job's name, or a
+// branch row's text) and the whole DOM.
+func groupPage(t *testing.T, browser string, b *bus.Bus, st *events.Store, group string, n int) ([]string, string) {
+	t.Helper()
+	srv := serve(t, b, st, Config{}, func(h http.Handler) http.Handler {
+		return streamFor(1500*time.Millisecond, h)
+	}).URL
+	eventually(t, "the table to show the group's jobs", func() bool {
+		var p Page
+		getJSON(t, srv+"/v1/jobs?parent="+group, &p)
+		return len(p.Jobs) == n
+	})
+	dom := dumpDOM(t, browser, srv+"/?job="+group)
+	section := regexp.MustCompile(`(?s)<section id="children-section">.*?</section>`).FindString(dom)
+	var rows []string
+	for _, m := range regexp.MustCompile(`<td class="name">([^<]*)<|<tr class="branch[^"]*"[^>]*><td[^>]*>([^<]*)<`).FindAllStringSubmatch(section, -1) {
+		rows = append(rows, m[1]+m[2])
+	}
+	return rows, dom
 }
