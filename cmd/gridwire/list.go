@@ -110,7 +110,7 @@ func (l *listFlags) query(now time.Time) (url.Values, error) {
 		q.Set("submitter", l.submitter)
 	}
 	if l.since != "" {
-		t, err := sinceTime(l.since, now)
+		t, err := pastTime("--since", l.since, now)
 		if err != nil {
 			return nil, err
 		}
@@ -125,8 +125,6 @@ func (l *listFlags) query(now time.Time) (url.Values, error) {
 	}
 	return q, nil
 }
-
-func sinceTime(s string, now time.Time) (time.Time, error) { return pastTime("--since", s, now) }
 
 // pastTime reads a flag's moment: a duration back from now (90m, 2h) or an RFC 3339 time.
 func pastTime(flag, s string, now time.Time) (time.Time, error) {
@@ -273,7 +271,7 @@ func cut(s string, n int) string { return cutKeeping(s, n, false) }
 // cutKeeping puts s on one line and shortens it to n runes, keeping its start, or its
 // end when keepEnd, and marking the cut.
 func cutKeeping(s string, n int, keepEnd bool) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = oneLine(s)
 	r := []rune(s)
 	switch {
 	case len(r) <= n:

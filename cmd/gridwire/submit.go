@@ -272,12 +272,7 @@ func shown(file string) string {
 }
 
 // sentName is the file name a description is sent under.
-func sentName(file string) string {
-	if file == "-" {
-		return stdinName
-	}
-	return filepath.Base(file)
-}
+func sentName(file string) string { return filepath.Base(shown(file)) }
 
 // oneStdin refuses a command line that names standard input ("-") more than once.
 func oneStdin(files []string) error {
@@ -622,74 +617,96 @@ func outcome(v jobView) string {
 
 // eventNote is what an event says in a few words, for one line of --follow, watch and
 // history: its reason or error, the state it moved to, its exit code, where it ran, a
-// transfer's attempt. Empty for an event that says nothing more than its name.
+// transfer's attempt. Empty for an event that says nothing more than its name. Each
+// event's payload is read as its own type (events' payloads), the rest for a reason.
 func eventNote(ev events.Event) string {
-	var n struct {
-		Reason      string   `json:"reason"`
-		Error       string   `json:"error"`
-		State       string   `json:"state"`
-		NativeState string   `json:"native_state"`
-		ExitCode    *int     `json:"exit_code"`
-		Cluster     string   `json:"cluster"`
-		Host        string   `json:"host"`
-		NativeID    string   `json:"native_id"`
-		From        string   `json:"from"`
-		To          string   `json:"to"`
-		Attempt     int      `json:"attempt"`
-		Of          int      `json:"of"`
-		Bytes       int64    `json:"bytes"`
-		Added       []string `json:"added"`
-		Removed     []string `json:"removed"`
-		OK          *bool    `json:"ok"`
-		Paths       []string `json:"paths"`
-		Key         string   `json:"key"`
-		Value       string   `json:"value"`
-		TaskPath    string   `json:"task_path"`
-	}
-	if json.Unmarshal(ev.Data, &n) != nil {
-		return ""
-	}
-	on := func(s string) string {
-		if n.Host != "" {
-			return s + " on " + n.Host
+	on := func(s, host string) string {
+		if host != "" {
+			return s + " on " + host
 		}
 		return s
 	}
-	switch {
-	case ev.Name == events.Transfer:
-		s := fmt.Sprintf(": attempt %d of %d: %s -> %s", n.Attempt, n.Of, n.From, n.To)
-		if n.Error != "" {
-			return s + " failed: " + strings.Join(strings.Fields(n.Error), " ")
+	switch ev.Name {
+	case events.Transfer:
+		var d events.TransferData
+		if ev.Payload(&d) != nil {
+			return ""
 		}
-		return s + fmt.Sprintf(" (%d bytes)", n.Bytes)
-	case ev.Name == events.DirectoryDeleted && n.OK != nil:
-		if *n.OK {
-			return on(": removed " + strings.Join(n.Paths, ", "))
+		s := fmt.Sprintf(": attempt %d of %d: %s -> %s", d.Attempt, d.Of, d.From, d.To)
+		if d.Error != "" {
+			return s + " failed: " + oneLine(d.Error)
 		}
-		return on(": could not remove "+strings.Join(n.Paths, ", ")) + ": " + strings.Join(strings.Fields(n.Reason), " ")
-	case ev.Name == events.Restarted:
-		return fmt.Sprintf(": attempt %d of %d; the last one ended: %s", n.Attempt, n.Of, strings.Join(strings.Fields(n.Reason), " "))
-	case firstOf(n.Reason, n.Error) != "":
-		return ": " + strings.Join(strings.Fields(firstOf(n.Reason, n.Error)), " ") // one line an event
-	case ev.Name == events.StatusChanged && n.State != "":
-		if n.NativeState != "" && n.NativeState != n.State {
-			return ": " + n.State + " (" + n.NativeState + ")"
+		return s + fmt.Sprintf(" (%d bytes)", d.Bytes)
+	case events.DirectoryDeleted:
+		var d events.DirectoryDeletedData
+		if ev.Payload(&d) != nil {
+			return ""
 		}
-		return ": " + n.State
-	case ev.Name == events.Exited && n.ExitCode != nil:
-		return fmt.Sprintf(": exit code %d", *n.ExitCode)
-	case ev.Name == events.Incarnated && n.Cluster != "":
-		return on(": for cluster " + n.Cluster)
-	case ev.Name == events.Started && n.NativeID != "":
-		return on(": native id " + n.NativeID)
-	case ev.Name == events.PropertySet:
-		v := cut(n.Value, 60) // on one line
-		return fmt.Sprintf(": %s = %q by %s", n.Key, v, firstOf(n.TaskPath, "a task"))
-	case ev.Name == events.SessionUpdated:
-		return fmt.Sprintf(": %d added, %d removed", len(n.Added), len(n.Removed))
+		if d.OK {
+			return on(": removed "+strings.Join(d.Paths, ", "), d.Host)
+		}
+		return on(": could not remove "+strings.Join(d.Paths, ", "), d.Host) + ": " + oneLine(d.Reason)
+	case events.Restarted:
+		var d events.RestartedData
+		if ev.Payload(&d) != nil {
+			return ""
+		}
+		return fmt.Sprintf(": attempt %d of %d; the last one ended: %s", d.Attempt, d.Of, oneLine(d.Reason))
+	case events.StatusChanged:
+		var d events.StatusData
+		if ev.Payload(&d) != nil || d.State == "" {
+			return ""
+		}
+		if d.NativeState != "" && d.NativeState != string(d.State) {
+			return ": " + string(d.State) + " (" + d.NativeState + ")"
+		}
+		return ": " + string(d.State)
+	case events.Exited:
+		var d events.ExitedData
+		if ev.Payload(&d) != nil {
+			return ""
+		}
+		if d.Reason != "" {
+			return ": " + oneLine(d.Reason)
+		}
+		return fmt.Sprintf(": exit code %d", d.ExitCode)
+	case events.Incarnated:
+		var d events.IncarnatedData
+		if ev.Payload(&d) != nil || d.Cluster == "" {
+			return ""
+		}
+		return on(": for cluster "+d.Cluster, d.Host)
+	case events.Started:
+		var d events.StartedData
+		if ev.Payload(&d) != nil || d.NativeID == "" {
+			return ""
+		}
+		return on(": native id "+d.NativeID, d.Host)
+	case events.PropertySet:
+		var d events.PropertySetData
+		if ev.Payload(&d) != nil {
+			return ""
+		}
+		return fmt.Sprintf(": %s = %q by %s", d.Key, cut(d.Value, 60), firstOf(d.TaskPath, "a task"))
+	case events.SessionUpdated:
+		var d events.SessionUpdateData
+		if ev.Payload(&d) != nil {
+			return ""
+		}
+		return fmt.Sprintf(": %d added, %d removed", len(d.Added), len(d.Removed))
 	}
-	return ""
+	var n struct {
+		Reason string `json:"reason"`
+		Error  string `json:"error"`
+	}
+	if ev.Payload(&n) != nil || firstOf(n.Reason, n.Error) == "" {
+		return ""
+	}
+	return ": " + oneLine(firstOf(n.Reason, n.Error))
 }
+
+// oneLine puts text on one line, each run of white space (newlines too) one space.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // namedIn checks that every name the server asks to upload is written in the description
 // (as it is, or escaped as JSON or XML would escape it), so a server cannot make the
