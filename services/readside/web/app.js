@@ -675,6 +675,8 @@
     document.getElementById("output-section").hidden = true;
     const sec = document.getElementById("children-section");
     sec.hidden = false;
+    const head = document.querySelector("#children thead");
+    head.replaceWith(document.querySelector("#jobs thead").cloneNode(true)); // one header for both tables
     const body = document.querySelector("#children tbody");
     let mine = new Set();
     let timer = null;
