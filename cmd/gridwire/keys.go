@@ -113,7 +113,11 @@ func (k *keyset) signer(role events.Role, clusterName string) (*events.SigningKe
 }
 
 // generate writes a fresh seed for stem (0600, in a 0700 directory) unless one appeared
-// meanwhile, and loads it.
+// meanwhile, and loads it. The seed is written whole under a name no reader takes (it
+// does not end in .seed) and then linked to its own name, which fails if another
+// process made the key first: a process reading the directory meanwhile (a second serve
+// about to be refused, another service sharing the keys) never finds a seed file
+// half-written.
 func (k *keyset) generate(stem string) (*events.SigningKey, error) {
 	if err := os.MkdirAll(k.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("signing keys: %w", err)
@@ -123,19 +127,25 @@ func (k *keyset) generate(stem string) (*events.SigningKey, error) {
 		return nil, err
 	}
 	path := filepath.Join(k.dir, stem+seedSuffix)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.CreateTemp(k.dir, "."+stem+seedSuffix+".new-*")
+	if err != nil {
+		return nil, fmt.Errorf("signing keys: %w", err)
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write(append(seed, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Link(f.Name(), path)
+	}
 	switch {
 	case errors.Is(err, fs.ErrExist):
 		return k.load(stem)
 	case err != nil:
-		return nil, fmt.Errorf("signing keys: %w", err)
-	}
-	_, err = f.Write(append(seed, '\n'))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
 		return nil, fmt.Errorf("signing keys: %w", err)
 	}
 	key, err := k.load(stem)

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gridwire/gridwire/events"
@@ -61,5 +64,52 @@ func TestKeysetRefusesBadConfigKeys(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want %q", c.keys, err, c.want)
 		}
+	}
+}
+
+// A process reading the keys directory while another makes keys in it (a second serve
+// on the same data directory, about to be refused by its lock; services sharing a keys
+// directory) finds each seed whole or not at all. A seed used to be created empty and
+// then written, and a reader in between failed with "malformed key".
+func TestKeysBeingMadeAreNeverReadHalfWritten(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "keys")
+	ks, err := openKeyset(dir, cluster.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	var reads atomic.Int64
+	errs := make(chan error, 4)
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !done.Load() {
+				if _, err := openKeyset(dir, cluster.Config{}, nil); err != nil {
+					errs <- err
+					return
+				}
+				reads.Add(1)
+			}
+		}()
+	}
+	for i := range 300 {
+		if _, err := ks.generate(fmt.Sprintf("executor-c%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done.Store(true)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("a reader while keys were made (%d reads): %v", reads.Load(), err)
+	}
+	again, err := openKeyset(dir, cluster.Config{}, nil)
+	if err != nil || again.ring.Len() != 300 {
+		t.Fatalf("reopened: %d keys (%v), want 300", again.ring.Len(), err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*")); len(left) != 0 {
+		t.Errorf("files left beside the seeds: %v", left)
 	}
 }
