@@ -3,10 +3,14 @@ package main
 import (
 	"context"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gridwire/gridwire/events"
+	"github.com/gridwire/gridwire/pkg/cluster"
+	"github.com/gridwire/gridwire/pkg/proctest"
 )
 
 // gridwire hold, resume and cancel go through the HTTP API to the executor, which
@@ -41,4 +45,41 @@ func TestControlVerbs(t *testing.T) {
 		}
 	}
 	h.assertCleanHistory(id)
+}
+
+// A fork cluster ends every process of a job, as a batch system does: what the program
+// left running when it ended gets TERM, and a cancel ends even a job that ignores TERM
+// (KILL after the cluster's KILL_WAIT, 1 s here). cfg's first cluster is the fork
+// cluster to try (local, or over ssh on this host, whose processes this test can see).
+func checkJobsLeaveNothingRunning(t *testing.T, h *harness) {
+	id := h.submitJSON(map[string]any{"version": 3, "executable": "/bin/sh",
+		"arguments": []string{"-c", "trap '' TERM; sleep 60 & sleep 60; wait"}})
+	st := h.waitFor(id, "RUNNING", isRunning)
+	pgid, err := strconv.Atoi(st.NativeID)
+	if err != nil {
+		t.Fatalf("native ID %q", st.NativeID)
+	}
+	h.request(id, events.CancelRequested)
+	if st := h.waitEnd(id); st.Status != events.StatusCancelled {
+		t.Fatalf("state %s (%s), want CANCELLED", st.Status, st.Reason)
+	}
+	if !proctest.GroupEnds(pgid, 30*time.Second) {
+		t.Errorf("cancelled job %s: a process that ignores TERM still runs in its group %d", id, pgid)
+	}
+
+	id = h.submitJSON(map[string]any{"version": 3, "executable": "/bin/sh",
+		"arguments": []string{"-c", "sleep 60 & echo $! >bg.pid"}})
+	if st := h.waitEnd(id); st.Status != events.StatusSucceeded {
+		t.Fatalf("state %s (%s), want SUCCEEDED", st.Status, st.Reason)
+	}
+	pgid, _ = strconv.Atoi(h.started(id).NativeID)
+	if !proctest.GroupEnds(pgid, 30*time.Second) {
+		t.Errorf("job %s ended, but the sleep it started still runs in its group %d", id, pgid)
+	}
+}
+
+func TestForkJobsLeaveNothingRunning(t *testing.T) {
+	cfg := cluster.Default()
+	cfg.Clusters[0].Fields = map[string]string{"KILL_WAIT": "1"}
+	checkJobsLeaveNothingRunning(t, newHarnessWith(t, cfg))
 }

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,35 +13,11 @@ import (
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/pkg/cluster"
 	"github.com/gridwire/gridwire/pkg/sshx/sshtest"
-	"github.com/gridwire/gridwire/services/executor"
 	"golang.org/x/crypto/ssh"
 )
 
 // The end-to-end suite (run by .ci/e2e, which starts Slurm and exports SLURM_CONF):
 // the whole pipeline against a real OpenSSH sshd and a real single-node Slurm.
-
-func (h *harness) request(id string, name events.Name) {
-	h.t.Helper()
-	// Requests are the control API's, signed with the executor's key as ingest's may not.
-	if _, err := (executor.ControlAPI{Store: h.roleStore(events.RoleExecutor)}).Request(context.Background(), id, name, events.Note{Reason: "e2e"}); err != nil {
-		h.t.Fatalf("%s: %v", name, err)
-	}
-}
-
-func (h *harness) started(id string) events.StartedData {
-	h.t.Helper()
-	for _, e := range h.history(id) {
-		if e.Name == events.Started {
-			var d events.StartedData
-			if err := e.Payload(&d); err != nil {
-				h.t.Fatal(err)
-			}
-			return d
-		}
-	}
-	h.t.Fatalf("job %s has no started event", id)
-	return events.StartedData{}
-}
 
 func hasStatus(s events.Status) func(events.State) bool {
 	return func(st events.State) bool { return st.Status == s }
@@ -61,7 +36,7 @@ func TestE2EOpenSSHCluster(t *testing.T) {
 	srv := sshtest.StartOpenSSH(t)
 	cfg := cluster.Config{Clusters: []cluster.Cluster{{Name: "remote", Kind: cluster.KindSSH, Hosts: []string{srv.Addr},
 		User: srv.User, Identity: srv.ClientKeyFile, KnownHosts: srv.KnownHostsFile, Profile: "fork", LRMS: "Fork",
-		WorkRoot: srv.Dir}}}
+		WorkRoot: srv.Dir, Fields: map[string]string{"KILL_WAIT": "1"}}}}
 	files, target := t.TempDir(), filepath.Join(srv.Dir, "target") // target: on the SSH host, writable by its user
 	h := newHarnessWith(t, withRoots(t, cfg, files, target))
 
@@ -93,6 +68,7 @@ func TestE2EOpenSSHCluster(t *testing.T) {
 	}
 	h.assertCleanHistory(id)
 
+	t.Run("a cancel and a job's end leave nothing running", func(t *testing.T) { checkJobsLeaveNothingRunning(t, h) })
 	t.Run("JRDL times and reserved names", func(t *testing.T) { checkJRDLRunTime(t, h) })
 	t.Run("JRDL directory, staging and cleanup", func(t *testing.T) { checkJRDLDirectory(t, h, files) })
 	t.Run("JRDL absolute directory and cleanup path", func(t *testing.T) { checkJRDLAbsoluteDirectory(t, h, files, target) })

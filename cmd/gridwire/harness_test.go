@@ -17,6 +17,7 @@ import (
 	"github.com/gridwire/gridwire/pkg/cluster"
 	"github.com/gridwire/gridwire/pkg/natsfault"
 	"github.com/gridwire/gridwire/pkg/proctest"
+	"github.com/gridwire/gridwire/services/executor"
 	"github.com/gridwire/gridwire/services/ingest"
 	"golang.org/x/sync/errgroup"
 )
@@ -306,6 +307,30 @@ func (h *harness) release(id string, code string) {
 	if err := os.WriteFile(filepath.Join(dir, "release"), []byte(code), 0o644); err != nil {
 		h.t.Fatal(err)
 	}
+}
+
+// request records a cancel, hold or resume request as the control API does, signed
+// with the executor's key as ingest's may not.
+func (h *harness) request(id string, name events.Name) {
+	h.t.Helper()
+	if _, err := (executor.ControlAPI{Store: h.roleStore(events.RoleExecutor)}).Request(context.Background(), id, name, events.Note{Reason: "test"}); err != nil {
+		h.t.Fatalf("%s: %v", name, err)
+	}
+}
+
+func (h *harness) started(id string) events.StartedData {
+	h.t.Helper()
+	for _, e := range h.history(id) {
+		if e.Name == events.Started {
+			var d events.StartedData
+			if err := e.Payload(&d); err != nil {
+				h.t.Fatal(err)
+			}
+			return d
+		}
+	}
+	h.t.Fatalf("job %s has no started event", id)
+	return events.StartedData{}
 }
 
 func isRunning(st events.State) bool { return st.Status == events.StatusRunning }

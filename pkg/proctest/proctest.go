@@ -9,11 +9,13 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // KillSessionsNaming ends what a test's jobs left running: every process
-// in the session of a process whose command line names dir (a job script under the
-// test's scratch directory, and the sleeps it started). A test that fails half-way
+// in the session of a process whose command line names dir or that works in it (a job
+// script under the test's scratch directory, and the sleeps it started, still there
+// when the script itself has ended). A test that fails half-way
 // would otherwise leave its held or gated jobs running as the login user for good.
 // Sessions are the test's own: sshd starts each login in a session of its own, and the
 // fork executor's jobs call setsid; the test process's own session is never touched.
@@ -26,8 +28,9 @@ func KillSessionsNaming(dir string) {
 		if err != nil {
 			continue
 		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !strings.Contains(string(cmdline), dir) {
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		cwd, _ := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+		if !strings.Contains(string(cmdline), dir) && cwd != dir && !strings.HasPrefix(cwd, dir+"/") {
 			continue
 		}
 		if sid := SessionOf(pid); sid > 1 && sid != own {
@@ -61,4 +64,36 @@ func SessionOf(pid int) int {
 	}
 	sid, _ := strconv.Atoi(fields[3])
 	return sid
+}
+
+// GroupRuns reports whether a process that has not ended (a zombie has) is in the
+// process group pgid, read from /proc.
+func GroupRuns(pgid int) bool {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// After the command name in parentheses: state, ppid, pgrp.
+		fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(fields) >= 3 && fields[0] != "Z" && fields[2] == strconv.Itoa(pgid) {
+			return true
+		}
+	}
+	return false
+}
+
+// GroupEnds waits up to within for no process of the group pgid to run, and reports
+// whether none does.
+func GroupEnds(pgid int, within time.Duration) bool {
+	for deadline := time.Now().Add(within); GroupRuns(pgid); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
 }

@@ -6,12 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gridwire/gridwire/events"
 	"github.com/gridwire/gridwire/pkg/cluster"
+	"github.com/gridwire/gridwire/pkg/proctest"
 )
 
 func TestBuiltinProfilesAreTheDeployCopy(t *testing.T) {
@@ -129,6 +131,68 @@ func TestForkProfileHoldsResumesAborts(t *testing.T) {
 		}
 		waitState(t, inc, pid, step.want)
 	}
+	if _, err := os.Stat(filepath.Join(inc.WorkDir, events.ExitFile)); err == nil {
+		t.Error("an aborted job wrote an exit status")
+	}
+}
+
+// startFork renders job on a fork cluster under a fresh root, starts it with START and
+// returns the plan, its variables (the native ID among them) and its PID. Whatever the
+// job leaves running is killed with the test.
+func startFork(t *testing.T, cl cluster.Cluster, job events.Job) (events.IncarnatedData, map[string]string, int) {
+	t.Helper()
+	cl.WorkRoot = t.TempDir()
+	t.Cleanup(func() { proctest.KillSessionsNaming(cl.WorkRoot) })
+	inc, err := mustPlanner(t, testSet(t, nil), cl).Plan(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeJob(t, inc)
+	vars := map[string]string{events.VarWorkDir: inc.WorkDir, events.VarJobID: job.ID}
+	out, err := runScript(t, "/bin/sh", inc.Scripts[events.ScriptStart].Body, vars, "")
+	if err != nil {
+		t.Fatalf("START: %v %s", err, out)
+	}
+	vars[events.VarNativeID] = nativeID(t, inc.NativeIDPattern, out)
+	pid, _ := strconv.Atoi(vars[events.VarNativeID])
+	return inc, vars, pid
+}
+
+// waitGroupGone fails the test unless the job's group ends. The bound only keeps a
+// broken test from hanging.
+func waitGroupGone(t *testing.T, pgid int, what string) {
+	t.Helper()
+	if !proctest.GroupEnds(pgid, 30*time.Second) {
+		t.Fatalf("%s: a process of the job's group %d still runs", what, pgid)
+	}
+}
+
+// A fork target has no batch system to end what a job leaves behind: the JOB script
+// sends TERM to its group once the program has ended, before it writes the exit status.
+func TestForkJobEndTermsWhatTheProgramLeftRunning(t *testing.T) {
+	inc, _, pid := startFork(t, forkCluster(""), events.Job{ID: "01LEFT", Executable: "/bin/sh",
+		Arguments: []string{"-c", "sleep 60 & echo $! >bg.pid"}})
+	if got := waitFile(t, filepath.Join(inc.WorkDir, events.ExitFile)); got != "0\n" {
+		t.Fatalf("exit status %q", got)
+	}
+	if b, _ := os.ReadFile(filepath.Join(inc.WorkDir, "bg.pid")); len(b) == 0 {
+		t.Fatal("the program did not start its background sleep")
+	}
+	waitGroupGone(t, pid, "after the job ended")
+}
+
+// ABORT ends a job that ignores TERM: KILL follows after KILL_WAIT seconds (an
+// operator's field, 1 here), and ABORT itself has returned long before.
+func TestForkProfileAbortKillsWhatIgnoresTerm(t *testing.T) {
+	cl := forkCluster("")
+	cl.Fields = map[string]string{"KILL_WAIT": "1"}
+	inc, vars, pid := startFork(t, cl, events.Job{ID: "01STUBBORN", Executable: "/bin/sh",
+		Arguments: []string{"-c", "trap '' TERM; sleep 60 & sleep 60; wait"}})
+	waitState(t, inc, vars[events.VarNativeID], NativeRunning)
+	if out, err := runScript(t, "/bin/sh", inc.Scripts[events.ScriptAbort].Body, vars, ""); err != nil {
+		t.Fatalf("ABORT: %v %s", err, out)
+	}
+	waitGroupGone(t, pid, "after ABORT")
 	if _, err := os.Stat(filepath.Join(inc.WorkDir, events.ExitFile)); err == nil {
 		t.Error("an aborted job wrote an exit status")
 	}
