@@ -61,6 +61,10 @@ type Job struct {
 	// Walltime is the expected wall time as written (JRDL's jobDuration). Duration holds
 	// the same when it has a fixed length (no years or months).
 	Walltime *Period `json:"walltime,omitempty"`
+	// Limits bound what the program's processes may use (POSIX resource limits, soft
+	// and hard alike; JSDL's POSIX limits). The JOB script sets each with the shell's
+	// ulimit before the program starts, so they hold on every target kind.
+	Limits []Limit `json:"limits,omitempty"`
 
 	// Restarts is how many times a run that crashed (ended with a non-zero exit code) is
 	// run again, each run an attempt of its own (DDS's TaskCrashed → RestartTask n).
@@ -84,6 +88,54 @@ type Job struct {
 	// Extra holds attributes a language carries that have no field above, by their
 	// language's own name, so nothing is dropped silently.
 	Extra map[string]string `json:"extra,omitempty"`
+}
+
+// Limit is one resource limit on a job's program: Value in the resource's own unit.
+type Limit struct {
+	Resource LimitResource `json:"resource"`
+	Value    int64         `json:"value"`
+}
+
+// LimitResource names a resource a job's program may be limited in.
+type LimitResource string
+
+// The resources a job may limit: every one a POSIX shell's ulimit sets, each mapped to
+// its option and the unit that option counts in (LimitResource.Ulimit).
+const (
+	LimitCPUTime       LimitResource = "cpu_time"       // seconds
+	LimitFileSize      LimitResource = "file_size"      // bytes
+	LimitCoreSize      LimitResource = "core_size"      // bytes
+	LimitDataSize      LimitResource = "data_size"      // bytes
+	LimitLockedMemory  LimitResource = "locked_memory"  // bytes
+	LimitOpenFiles     LimitResource = "open_files"     // descriptors
+	LimitStackSize     LimitResource = "stack_size"     // bytes
+	LimitVirtualMemory LimitResource = "virtual_memory" // bytes
+)
+
+// Ulimit is the shell's ulimit option for the resource and how many of the limit's
+// units make one of the option's (512-byte blocks for file and core sizes, as POSIX has
+// -f; KiB for the other sizes, as dash, bash and busybox count them). ok is false for a
+// resource not named above.
+func (r LimitResource) Ulimit() (option string, unit int64, ok bool) {
+	switch r {
+	case LimitCPUTime:
+		return "-t", 1, true
+	case LimitFileSize:
+		return "-f", 512, true
+	case LimitCoreSize:
+		return "-c", 512, true
+	case LimitDataSize:
+		return "-d", 1024, true
+	case LimitLockedMemory:
+		return "-l", 1024, true
+	case LimitOpenFiles:
+		return "-n", 1, true
+	case LimitStackSize:
+		return "-s", 1024, true
+	case LimitVirtualMemory:
+		return "-v", 1024, true
+	}
+	return "", 0, false
 }
 
 // Kind separates runnable jobs from parent records.

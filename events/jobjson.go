@@ -229,6 +229,7 @@ func appendJob(b []byte, j *Job) []byte {
 	b = appendIntOmit(b, `"duration":`, int64(j.Duration))
 	b = appendPeriodOmit(b, `"start_within":`, j.StartWithin)
 	b = appendPeriodOmit(b, `"walltime":`, j.Walltime)
+	b = appendList(b, `"limits":`, j.Limits, appendLimit)
 
 	b = appendIntOmit(b, `"restarts":`, int64(j.Restarts))
 	if c := j.Coallocation; c != nil {
@@ -269,6 +270,11 @@ func appendOriginal(b []byte, o *Original) []byte {
 func appendEnvVar(b []byte, e *EnvVar) []byte {
 	b = appendStr(b, `"name":`, e.Name)
 	return appendStr(b, `"value":`, e.Value)
+}
+
+func appendLimit(b []byte, l *Limit) []byte {
+	b = appendStr(b, `"resource":`, string(l.Resource))
+	return appendInt(b, `"value":`, l.Value)
 }
 
 func appendFileCopy(b []byte, c *FileCopy) []byte {

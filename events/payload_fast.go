@@ -286,6 +286,16 @@ func fastJob(data []byte, j *Job) bool {
 			return readPointer(b, i, &j.StartWithin, readPeriod)
 		case "walltime":
 			return readPointer(b, i, &j.Walltime, readPeriod)
+		case "limits":
+			return readList(b, i, &j.Limits, objectOf(limitFields, func(k, b []byte, i int, l *Limit) (int, bool) {
+				switch string(k) {
+				case "resource":
+					return readText(b, i, (*string)(&l.Resource))
+				case "value":
+					return readInt(b, i, &l.Value)
+				}
+				return i, false
+			}))
 		case "coallocation":
 			return readPointer(b, i, &j.Coallocation, objectOf(coallocationFields, func(k, b []byte, i int, c *Coallocation) (int, bool) {
 				switch string(k) {
@@ -871,6 +881,7 @@ var (
 	originalFields   = jsonNames(Original{})
 	envFields        = jsonNames(EnvVar{})
 	fileCopyFields   = jsonNames(FileCopy{})
+	limitFields      = jsonNames(Limit{})
 	originFields     = jsonNames(Origin{})
 	// requirementFields are the names UnmarshalJSON reads requirements by: today's and
 	// the first schema's (which fastJob gives up on).

@@ -74,7 +74,7 @@ func TestFastPayloadMatchesJSON(t *testing.T) {
 			`{"id":"J","original":{"format":"jrdl"},"requirements":{"lrms_default":"any"},"requirements":{"queue":"q"}}`,
 			`{"id":"J","kind":"group","child_range":{"first":"01M8JD6N7S9A7Y8NTZ56ZRP6HK","count":1000},` +
 				`"start_time":"2026-11-29T04:00:00Z","start_before":"2026-11-29T05:00:00.5+01:00","duration":7200000000000,` +
-				`"start_within":"PT1H","walltime":"P1DT2H3M4.5S","coallocation":{"group":1,"size":3,"contact":"c",` +
+				`"start_within":"PT1H","walltime":"P1DT2H3M4.5S","limits":[{"resource":"cpu_time","value":60},{"resource":"file_size","value":0}],"coallocation":{"group":1,"size":3,"contact":"c",` +
 				`"job_manager":"pbs","total_count":12,"on_sibling_end":"continue"},"application":{"name":"gauss","version":"16",` +
 				`"variation":"a"},"fields":{"F":"v"},"extra":{"x":"y\n"}}`,
 			`{"id":"J","requirements":{"host_names":[{"any_of":[{"pattern":"n*"},{"pattern":"^a$","syntax":"regexp"}],` +
@@ -111,7 +111,7 @@ func TestFastPayloadMatchesJSON(t *testing.T) {
 			`{"dds":{"requirements":[]}}`, `{"dds":{"triggers":[{}]}}`, `{"dds":{"properties":[{"name":"p","x":1}]}}`,
 			`{"dds":{"assets":[null]}}`, `{"dds":{"vars":{"a":1}}}`, `{"dds":{"task_index":"1"}}`, `{"dds":{"exe":"a"},"dds":{"task_id":"b"}}`,
 			`{"stage_in":[{"from":"a","to":"b","x":1}]}`, `{"stage_in":[{"from":"a"}],"stage_in":[]}`, `{"stage_out":[{"when":null}]}`,
-			`{"environment":[{"name":"A","extra":1}]}`, `{"environment":[{"Name":"A"}]}`, `{"environment":[null]}`,
+			`{"environment":[{"name":"A","extra":1}]}`, `{"limits":[{"resource":"cpu_time","value":"60"}]}`, `{"limits":[{"value":1.5}]}`, `{"environment":[{"Name":"A"}]}`, `{"environment":[null]}`,
 			`{"requirements":{"hosts":["h"]}}`, `{"requirements":{"lrms":"Slurm"}}`, `{"requirements":{"fork":false}}`,
 			`{"requirements":{"resources":{"minFreeCPU":"2"}}}`, `{"requirements":{"lrms_rules":[]}}`,
 			`{"requirements":{"origins":{"a":{"field":"f","x":1}}}}`, `{"requirements":{"origins":null}}`,

@@ -69,6 +69,7 @@ func TestE2EOpenSSHCluster(t *testing.T) {
 	h.assertCleanHistory(id)
 
 	t.Run("a cancel and a job's end leave nothing running", func(t *testing.T) { checkJobsLeaveNothingRunning(t, h) })
+	t.Run("JSDL limits", func(t *testing.T) { checkJSDLLimits(t, h) })
 	t.Run("JRDL times and reserved names", func(t *testing.T) { checkJRDLRunTime(t, h) })
 	t.Run("JRDL directory, staging and cleanup", func(t *testing.T) { checkJRDLDirectory(t, h, files) })
 	t.Run("JRDL absolute directory and cleanup path", func(t *testing.T) { checkJRDLAbsoluteDirectory(t, h, files, target) })
@@ -248,6 +249,7 @@ func TestE2ESlurm(t *testing.T) {
 		resumeToSuccess(t, h, id)
 	})
 
+	t.Run("JSDL limits", func(t *testing.T) { checkJSDLLimits(t, h) })
 	t.Run("JRDL times and reserved names", func(t *testing.T) { checkJRDLRunTime(t, h) })
 	t.Run("JRDL directory, staging and cleanup", func(t *testing.T) { checkJRDLDirectory(t, h, files) })
 

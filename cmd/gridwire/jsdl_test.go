@@ -104,3 +104,47 @@ stager:
 	}
 	h.assertCleanHistory(id)
 }
+
+// JSDL's POSIX limits bound the program through the whole pipeline: a program that
+// writes past its FileSizeLimit is stopped by the kernel (SIGXFSZ) with the file at the
+// limit, and one that spins past its CPUTimeLimit is ended (SIGXCPU). Both end FAILED
+// with the signal's exit code, and a job within its limits succeeds.
+func TestJSDLLimitsBoundTheProgram(t *testing.T) { checkJSDLLimits(t, newHarness(t)) }
+
+// checkJSDLLimits runs TestJSDLLimitsBoundTheProgram's jobs on h's one cluster (the
+// end-to-end suite runs them over SSH and on Slurm).
+func checkJSDLLimits(t *testing.T, h *harness) {
+	job := func(script, limits string) string {
+		doc := `<jsdl:JobDefinition xmlns:jsdl="http://schemas.ggf.org/jsdl/2005/11/jsdl"
+    xmlns:jsdl-posix="http://schemas.ggf.org/jsdl/2005/11/jsdl-posix">
+  <jsdl:JobDescription><jsdl:Application><jsdl-posix:POSIXApplication>
+    <jsdl-posix:Executable>/bin/sh</jsdl-posix:Executable>
+    <jsdl-posix:Argument>-c</jsdl-posix:Argument>
+    <jsdl-posix:Argument>` + script + `</jsdl-posix:Argument>` + limits + `
+  </jsdl-posix:POSIXApplication></jsdl:Application></jsdl:JobDescription>
+</jsdl:JobDefinition>`
+		acc, err := h.submit.Submit(context.Background(), ingest.Submission{File: "limits.jsdl", Data: []byte(doc), Submitter: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return acc.Jobs[0]
+	}
+	write := job("head -c 10000 /dev/zero &gt;big", "<jsdl-posix:FileSizeLimit>4096</jsdl-posix:FileSizeLimit>")
+	spin := job("while :; do :; done", "<jsdl-posix:CPUTimeLimit>1</jsdl-posix:CPUTimeLimit>")
+	within := job("head -c 4096 /dev/zero &gt;big", "<jsdl-posix:FileSizeLimit>4096</jsdl-posix:FileSizeLimit><jsdl-posix:CPUTimeLimit>60</jsdl-posix:CPUTimeLimit>")
+
+	st := h.waitEnd(write)
+	if st.Status != events.StatusFailed || st.ExitCode == nil || *st.ExitCode != 128+25 {
+		t.Errorf("writing past FileSizeLimit: %s, exit %v (%s); want FAILED with 153 (SIGXFSZ)", st.Status, st.ExitCode, st.Reason)
+	}
+	if fi, err := os.Stat(filepath.Join(st.Incarnation.WorkDir, "big")); err != nil || fi.Size() != 4096 {
+		t.Errorf("the file written past the limit: %v %v; want 4096 bytes", fi, err)
+	}
+	st = h.waitEnd(spin)
+	if st.Status != events.StatusFailed || st.ExitCode == nil || *st.ExitCode != 128+24 && *st.ExitCode != 128+9 {
+		t.Errorf("spinning past CPUTimeLimit: %s, exit %v (%s); want FAILED by SIGXCPU or SIGKILL", st.Status, st.ExitCode, st.Reason)
+	}
+	if st := h.waitEnd(within); st.Status != events.StatusSucceeded {
+		t.Errorf("a job within its limits: %s (%s)", st.Status, st.Reason)
+	}
+}

@@ -421,6 +421,9 @@ func (c *renderCtx) jobScript(wd string, vars map[string]string, setHash string)
 	}
 	b = startGate(b, job)
 	b = append(b, "(\n"...)
+	if b, err = appendLimits(b, job); err != nil {
+		return nil, err
+	}
 	if b, err = c.program(b); err != nil {
 		return nil, err
 	}

@@ -198,6 +198,50 @@ func TestForkProfileAbortKillsWhatIgnoresTerm(t *testing.T) {
 	}
 }
 
+// A job's resource limits hold for its program: the kernel's own table of the
+// program's limits (/proc/self/limits) shows each, soft and hard, in the limit's unit.
+// A limit the target will not set (above its hard limit) ends the run before the
+// program starts, saying which; a resource the JOB script has no ulimit for is refused
+// when the job is rendered.
+func TestForkJobRunsUnderItsLimits(t *testing.T) {
+	limits := []events.Limit{{Resource: events.LimitCPUTime, Value: 3600}, {Resource: events.LimitFileSize, Value: 1 << 30},
+		{Resource: events.LimitCoreSize, Value: 0}, {Resource: events.LimitDataSize, Value: 4 << 30},
+		{Resource: events.LimitLockedMemory, Value: 65536 + 100}, {Resource: events.LimitOpenFiles, Value: 256},
+		{Resource: events.LimitStackSize, Value: 8 << 20}, {Resource: events.LimitVirtualMemory, Value: 8 << 30}}
+	inc, _, _ := startFork(t, forkCluster(""), events.Job{ID: "01LIMITS", Executable: "/bin/cat",
+		Arguments: []string{"/proc/self/limits"}, Limits: limits})
+	if got := waitFile(t, filepath.Join(inc.WorkDir, events.ExitFile)); got != "0\n" {
+		t.Fatalf("exit status %q", got)
+	}
+	out, _ := os.ReadFile(filepath.Join(inc.WorkDir, events.StdoutFile))
+	for _, want := range []string{"Max cpu time              3600                 3600", "Max file size             1073741824           1073741824",
+		"Max core file size        0                    0", "Max data size             4294967296           4294967296",
+		"Max locked memory         65536                65536", "Max open files            256                  256",
+		"Max stack size            8388608              8388608", "Max address space         8589934592           8589934592"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the program's limits lack %q:\n%s", want, out)
+		}
+	}
+
+	inc, _, _ = startFork(t, forkCluster(""), events.Job{ID: "01TOOMANY", Executable: "/bin/true",
+		Limits: []events.Limit{{Resource: events.LimitOpenFiles, Value: 1 << 40}}})
+	if got := waitFile(t, filepath.Join(inc.WorkDir, events.ExitFile)); got != "124\n" {
+		t.Errorf("exit status %q, want 124", got)
+	}
+	if got, _ := os.ReadFile(filepath.Join(inc.WorkDir, events.StderrFile)); !strings.Contains(string(got),
+		"gridwire: the target refused the job's open_files limit (ulimit -n 1099511627776)") {
+		t.Errorf("stderr %q", got)
+	}
+
+	p := mustPlanner(t, testSet(t, nil), forkCluster(t.TempDir()))
+	for _, l := range []events.Limit{{Resource: "processes", Value: 5}, {Resource: events.LimitCPUTime, Value: -1}} {
+		if _, err := p.Plan(events.Job{ID: "01BAD", Executable: "/bin/true", Limits: []events.Limit{l}}); err == nil ||
+			!strings.Contains(err.Error(), "limits[0]: ") {
+			t.Errorf("limit %+v rendered (%v)", l, err)
+		}
+	}
+}
+
 // waitState polls GET_JOB_STATUS until the job shows the canonical state want ("" =
 // absent or ENDED). The bound only keeps a broken test from hanging.
 func waitState(t *testing.T, inc events.IncarnatedData, pid, want string) {

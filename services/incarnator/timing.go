@@ -1,6 +1,7 @@
 package incarnator
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 
@@ -23,9 +24,32 @@ import (
 // (GW_REASON, written by JOB_EPILOGUE).
 const (
 	exitNotStarted = 125
-	killGrace      = 10 * time.Second
-	overrunMarker  = events.ControlDir + "/overrun"
+	// exitLimitRefused ends a run whose resource limit the target would not set.
+	exitLimitRefused = 124
+	killGrace        = 10 * time.Second
+	overrunMarker    = events.ControlDir + "/overrun"
 )
+
+// appendLimits sets the job's resource limits in the program's subshell, one ulimit each
+// (a builtin of every POSIX shell: nothing is started for them), so the program and all
+// it starts run under them on any target. A size is rounded down to the option's unit,
+// never looser than asked. A limit the target refuses (above its hard limit) ends the run
+// with exitLimitRefused before the program starts, saying which on standard error.
+func appendLimits(b []byte, job *events.Job) ([]byte, error) {
+	for i, l := range job.Limits {
+		opt, unit, ok := l.Resource.Ulimit()
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("limits[%d]: %q is not a resource limit the JOB script sets (cpu_time, file_size, core_size, data_size, locked_memory, open_files, stack_size, virtual_memory)", i, l.Resource)
+		case l.Value < 0:
+			return nil, fmt.Errorf("limits[%d]: %s %d is negative", i, l.Resource, l.Value)
+		}
+		set := "ulimit " + opt + " " + strconv.FormatInt(l.Value/unit, 10)
+		why := "gridwire: the target refused the job's " + string(l.Resource) + " limit (" + set + ")"
+		b = append(b, set+" || { echo "+shellquote.Quote(why)+" >&2; exit "+strconv.Itoa(exitLimitRefused)+"; }\n"...)
+	}
+	return b, nil
+}
 
 // startGate opens the deadline check: when the job has a start-before it is followed by
 // the program and closed with "fi" (endGate).

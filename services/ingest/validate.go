@@ -70,6 +70,11 @@ func plainJob(j *events.Job) bool {
 			return false
 		}
 	}
+	for _, l := range j.Limits {
+		if !plain(string(l.Resource)) {
+			return false
+		}
+	}
 	for _, list := range [][]events.FileCopy{j.StageIn, j.StageOut} {
 		for _, c := range list {
 			if !plain(c.From) || !plain(c.To) || !plain(c.When) {

@@ -248,15 +248,33 @@ func (d *decoder) programElement(c *xmltree.Element, p, ns string, job *events.J
 		d.environment(c, p, job)
 	case "WallTimeLimit", "MemoryLimit", "NumberOfProcesses", "ProcessesPerHost", "SPMDVariation":
 		d.programLimit(c, p, ns, job)
-	case "FileSizeLimit", "CoreDumpLimit", "DataSegmentLimit", "LockedMemoryLimit",
-		"OpenDescriptorsLimit", "PipeSizeLimit", "StackSizeLimit", "CPUTimeLimit",
-		"ProcessCountLimit", "VirtualMemoryLimit", "ThreadCountLimit", "ThreadsPerProcess":
-		d.list.Add(c.Line, c.Col, p, "not supported: the gateway cannot enforce this limit on every target, so it refuses the job rather than ignore it")
+	case "CPUTimeLimit", "FileSizeLimit", "CoreDumpLimit", "DataSegmentLimit", "LockedMemoryLimit",
+		"OpenDescriptorsLimit", "StackSizeLimit", "VirtualMemoryLimit":
+		if n, ok := d.number(c, p, ns == NSPOSIX || ns == NSSPMD); ok {
+			job.Limits = append(job.Limits, events.Limit{Resource: resourceLimits[c.Name], Value: n})
+		}
+	case "PipeSizeLimit":
+		d.list.Add(c.Line, c.Col, p, "not supported: no POSIX resource limit bounds a pipe's size (ulimit -p only reads it), so the gateway refuses the job rather than ignore it")
+	case "ProcessCountLimit":
+		d.list.Add(c.Line, c.Col, p, "not supported: the POSIX process limit counts every process of the account the job runs as on the target, not the job's, so the gateway refuses the job rather than enforce something else")
+	case "ThreadCountLimit":
+		d.list.Add(c.Line, c.Col, p, "not supported: no POSIX resource limit counts a job's threads, so the gateway refuses the job rather than ignore it")
+	case "ThreadsPerProcess":
+		d.list.Add(c.Line, c.Col, p, "not supported: the gateway cannot lay out threads per process on every target, so it refuses the job rather than ignore it")
 	case "UserName", "GroupName":
 		d.list.Add(c.Line, c.Col, p, "not supported: jobs run as the gateway's account on the target, never as a named user or group")
 	default:
 		d.list.Add(c.Line, c.Col, p, "unknown element")
 	}
+}
+
+// resourceLimits are the POSIX limits a job's program runs under, by their JSDL names
+// (seconds for CPU time, a count of descriptors, bytes for the rest, as JSDL gives them).
+var resourceLimits = map[string]events.LimitResource{
+	"CPUTimeLimit": events.LimitCPUTime, "FileSizeLimit": events.LimitFileSize,
+	"CoreDumpLimit": events.LimitCoreSize, "DataSegmentLimit": events.LimitDataSize,
+	"LockedMemoryLimit": events.LimitLockedMemory, "OpenDescriptorsLimit": events.LimitOpenFiles,
+	"StackSizeLimit": events.LimitStackSize, "VirtualMemoryLimit": events.LimitVirtualMemory,
 }
 
 // environment reads one Environment element: a variable of the job.
