@@ -13,8 +13,9 @@ import (
 // resources reads jsdl:Resources into canonical requirements: CandidateHosts a host
 // requirement, OperatingSystem and CPUArchitecture patterns on the target's system info,
 // the CPU counts lower bounds on processors (TotalCPUCount, which also sets the job's
-// count) and processors per host (IndividualCPUCount), the physical memory a lower bound
-// on ram_size. A range's lower bound is the requirement; an upper bound alone cannot be
+// count) and processors per host (IndividualCPUCount), the physical and virtual memory
+// lower bounds on ram_size and virtual_size (megabytes, rounded up), the CPU speed one on
+// cpu_hz. A range's lower bound is the requirement; an upper bound alone cannot be
 // met by choosing a bigger target and is refused.
 func (d *decoder) resources(el *xmltree.Element, p string, job *events.Job) {
 	d.attrs(el, p)
@@ -76,9 +77,20 @@ func (d *decoder) resources(el *xmltree.Element, p string, job *events.Job) {
 			if n, ok := d.lower(c, cp); ok {
 				setRAM(job, n, c, cp)
 			}
-		case "ExclusiveExecution", "FileSystem", "IndividualCPUSpeed", "IndividualCPUTime",
-			"IndividualNetworkBandwidth", "IndividualVirtualMemory", "IndividualDiskSpace",
-			"TotalCPUTime", "TotalVirtualMemory", "TotalDiskSpace", "TotalResourceCount":
+		case "IndividualVirtualMemory", "TotalVirtualMemory":
+			if n, ok := d.lower(c, cp); ok {
+				if mb := (n + (1<<20 - 1)) >> 20; mb > r.VirtualSize {
+					r.VirtualSize = mb
+					r.SetOrigin("virtual_size", origin(c, cp))
+				}
+			}
+		case "IndividualCPUSpeed":
+			if n, ok := d.lower(c, cp); ok {
+				r.CPUHz = n
+				r.SetOrigin("cpu_hz", origin(c, cp))
+			}
+		case "ExclusiveExecution", "FileSystem", "IndividualCPUTime", "IndividualNetworkBandwidth",
+			"IndividualDiskSpace", "TotalCPUTime", "TotalDiskSpace", "TotalResourceCount":
 			d.list.Add(c.Line, c.Col, cp, "not supported: the gateway has no way to check or enforce it, so it refuses the job rather than ignore it")
 		default:
 			d.list.Add(c.Line, c.Col, cp, "unknown element")
