@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -72,3 +73,26 @@ func workDirOf(t *testing.T, server, id string) string {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// status points at the job's standard error only when the job ran: a job that failed
+// before it started has none, and `logs --stderr` would only say so.
+func TestStatusPointsAtStandardErrorOnlyForAJobThatRan(t *testing.T) {
+	server := serveCLI(t)
+	dir := t.TempDir()
+	ran := writeFile(t, dir, "ran.json", `{"version":3,"executable":"/bin/sh","arguments":["-c","echo oops >&2; exit 3"]}`)
+	never := writeFile(t, dir, "never.json", `{"version":3,"executable":"/bin/true","input_files":{"in":"http://127.0.0.1:1/in"}}`)
+	for _, c := range []struct {
+		file string
+		hint bool
+	}{{ran, true}, {never, false}} {
+		_, out, errOut := cli(context.Background(), "submit", "--wait", "--server", server, c.file)
+		id, _, _ := strings.Cut(strings.TrimSpace(out), " ")
+		if !strings.Contains(out, "FAILED") {
+			t.Fatalf("%s: %q %q", c.file, out, errOut)
+		}
+		_, out, _ = cli(context.Background(), "status", "--server", server, id)
+		if got := strings.Contains(out, "gridwire logs --stderr"); got != c.hint {
+			t.Errorf("%s: status names logs --stderr: %v, want %v:\n%s", filepath.Base(c.file), got, c.hint, out)
+		}
+	}
+}

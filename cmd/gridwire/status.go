@@ -158,7 +158,7 @@ func printStatus(e *env, v jobView, clk clock) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if v.Status == string(events.StatusFailed) && v.Kind != string(events.KindGroup) {
+	if v.Status == string(events.StatusFailed) && v.Kind != string(events.KindGroup) && !v.StartedAt.IsZero() {
 		fmt.Fprintf(e.stdout, "\n`gridwire logs --stderr %s` shows what it printed on standard error\n", v.ID)
 	}
 	return nil
