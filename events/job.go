@@ -113,9 +113,9 @@ const (
 )
 
 // Ulimit is the shell's ulimit option for the resource and how many of the limit's
-// units make one of the option's (512-byte blocks for file and core sizes, as POSIX has
-// -f; KiB for the other sizes, as dash, bash and busybox count them). ok is false for a
-// resource not named above.
+// units make one of the option's: 512-byte blocks for file and core sizes, as POSIX has
+// -f, and KiB for the other sizes, as dash and bash (in the POSIX mode it runs as sh)
+// count them. ok is false for a resource not named above.
 func (r LimitResource) Ulimit() (option string, unit int64, ok bool) {
 	switch r {
 	case LimitCPUTime:
