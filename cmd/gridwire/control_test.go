@@ -49,8 +49,8 @@ func TestControlVerbs(t *testing.T) {
 
 // A fork cluster ends every process of a job, as a batch system does: what the program
 // left running when it ended gets TERM, and a cancel ends even a job that ignores TERM
-// (KILL after the cluster's KILL_WAIT, 1 s here). cfg's first cluster is the fork
-// cluster to try (local, or over ssh on this host, whose processes this test can see).
+// (KILL after the cluster's KILL_WAIT, 1 s here). h's one cluster is the fork cluster
+// to try: local, or over SSH to this host, whose processes the test can see.
 func checkJobsLeaveNothingRunning(t *testing.T, h *harness) {
 	id := h.submitJSON(map[string]any{"version": 3, "executable": "/bin/sh",
 		"arguments": []string{"-c", "trap '' TERM; sleep 60 & sleep 60; wait"}})
