@@ -107,7 +107,8 @@ stager:
 
 // JSDL's POSIX limits bound the program through the whole pipeline: a program that
 // writes past its FileSizeLimit is stopped by the kernel (SIGXFSZ) with the file at the
-// limit, and one that spins past its CPUTimeLimit is ended (SIGXCPU). Both end FAILED
+// limit, and one that spins past its CPUTimeLimit is ended (SIGKILL on Linux, whose
+// soft and hard limits are equal; SIGXCPU where a kernel sends that first). Both end FAILED
 // with the signal's exit code, and a job within its limits succeeds.
 func TestJSDLLimitsBoundTheProgram(t *testing.T) { checkJSDLLimits(t, newHarness(t)) }
 
