@@ -53,17 +53,33 @@ func KillSessionsNaming(dir string) {
 
 // SessionOf reads a process's session ID from /proc/PID/stat (0 when it is gone).
 func SessionOf(pid int) int {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
+	st, ok := statOf(strconv.Itoa(pid))
+	if !ok {
 		return 0
+	}
+	return st.session
+}
+
+// procStat is what the tests read of a process's /proc/PID/stat.
+type procStat struct {
+	state          string
+	group, session int
+}
+
+// statOf reads /proc/PID/stat; false when the process is gone.
+func statOf(pid string) (procStat, bool) {
+	b, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+	if err != nil {
+		return procStat{}, false
 	}
 	// After the command name in parentheses: state, ppid, pgrp, session.
 	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
 	if len(fields) < 4 {
-		return 0
+		return procStat{}, false
 	}
+	pgrp, _ := strconv.Atoi(fields[2])
 	sid, _ := strconv.Atoi(fields[3])
-	return sid
+	return procStat{state: fields[0], group: pgrp, session: sid}, true
 }
 
 // GroupRuns reports whether a process that has not ended (a zombie has) is in the
@@ -72,15 +88,9 @@ func GroupRuns(pgid int) bool {
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
+			continue // self, thread-self and the rest are not processes of their own
 		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// After the command name in parentheses: state, ppid, pgrp.
-		fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		if len(fields) >= 3 && fields[0] != "Z" && fields[2] == strconv.Itoa(pgid) {
+		if st, ok := statOf(e.Name()); ok && st.state != "Z" && st.group == pgid {
 			return true
 		}
 	}

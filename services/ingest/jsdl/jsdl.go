@@ -248,11 +248,6 @@ func (d *decoder) programElement(c *xmltree.Element, p, ns string, job *events.J
 		d.environment(c, p, job)
 	case "WallTimeLimit", "MemoryLimit", "NumberOfProcesses", "ProcessesPerHost", "SPMDVariation":
 		d.programLimit(c, p, ns, job)
-	case "CPUTimeLimit", "FileSizeLimit", "CoreDumpLimit", "DataSegmentLimit", "LockedMemoryLimit",
-		"OpenDescriptorsLimit", "StackSizeLimit", "VirtualMemoryLimit":
-		if n, ok := d.number(c, p, ns == NSPOSIX || ns == NSSPMD); ok {
-			job.Limits = append(job.Limits, events.Limit{Resource: resourceLimits[c.Name], Value: n})
-		}
 	case "PipeSizeLimit":
 		d.list.Add(c.Line, c.Col, p, "not supported: no POSIX resource limit bounds a pipe's size (ulimit -p only reads it), so the gateway refuses the job rather than ignore it")
 	case "ProcessCountLimit":
@@ -264,7 +259,14 @@ func (d *decoder) programElement(c *xmltree.Element, p, ns string, job *events.J
 	case "UserName", "GroupName":
 		d.list.Add(c.Line, c.Col, p, "not supported: jobs run as the gateway's account on the target, never as a named user or group")
 	default:
-		d.list.Add(c.Line, c.Col, p, "unknown element")
+		r, ok := resourceLimits[c.Name]
+		if !ok {
+			d.list.Add(c.Line, c.Col, p, "unknown element")
+			return
+		}
+		if n, ok := d.number(c, p, ns == NSPOSIX || ns == NSSPMD); ok {
+			job.Limits = append(job.Limits, events.Limit{Resource: r, Value: n})
+		}
 	}
 }
 
@@ -304,7 +306,7 @@ func (d *decoder) programLimit(c *xmltree.Element, p, ns string, job *events.Job
 		}
 	case "MemoryLimit":
 		if n, ok := d.number(c, p, ns == NSPOSIX || ns == NSSPMD); ok {
-			setRAM(job, n, c, p)
+			atLeastMB(&job.Requirements, &job.Requirements.RAMSize, "ram_size", n, c, p)
 		}
 	case "NumberOfProcesses":
 		if n, ok := d.count(c, p, ns == NSSPMD); ok {
@@ -349,12 +351,12 @@ func validEnvName(s string) bool {
 	return true
 }
 
-// setRAM asks for hosts with at least n bytes of memory (ram_size is in megabytes).
-func setRAM(job *events.Job, n int64, el *xmltree.Element, path string) {
-	mb := (n + (1<<20 - 1)) >> 20
-	if mb > job.Requirements.RAMSize {
-		job.Requirements.RAMSize = mb
-		job.Requirements.SetOrigin("ram_size", origin(el, path))
+// atLeastMB raises a requirement in megabytes (*dst, named field) to n bytes, rounded
+// up, when that is more than it asks already, and records where the bound came from.
+func atLeastMB(r *events.Requirements, dst *int64, field string, n int64, el *xmltree.Element, path string) {
+	if mb := (n + (1<<20 - 1)) >> 20; mb > *dst {
+		*dst = mb
+		r.SetOrigin(field, origin(el, path))
 	}
 }
 

@@ -75,14 +75,11 @@ func (d *decoder) resources(el *xmltree.Element, p string, job *events.Job) {
 			}
 		case "IndividualPhysicalMemory", "TotalPhysicalMemory":
 			if n, ok := d.lower(c, cp); ok {
-				setRAM(job, n, c, cp)
+				atLeastMB(r, &r.RAMSize, "ram_size", n, c, cp)
 			}
 		case "IndividualVirtualMemory", "TotalVirtualMemory":
 			if n, ok := d.lower(c, cp); ok {
-				if mb := (n + (1<<20 - 1)) >> 20; mb > r.VirtualSize {
-					r.VirtualSize = mb
-					r.SetOrigin("virtual_size", origin(c, cp))
-				}
+				atLeastMB(r, &r.VirtualSize, "virtual_size", n, c, cp)
 			}
 		case "IndividualCPUSpeed":
 			if n, ok := d.lower(c, cp); ok {
